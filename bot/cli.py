@@ -1,0 +1,215 @@
+"""The `mindie-help` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from bot.corpus.loader import CorpusError
+from bot.logs import setup_logging
+from bot.settings import PROJECT_ROOT, Settings, get_settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose MindIE errors from logs and questions.")
+corpus_app = typer.Typer(no_args_is_help=True, help="Validate the knowledge base.")
+feedback_app = typer.Typer(no_args_is_help=True, help="Votes and knowledge gaps.")
+app.add_typer(corpus_app, name="corpus")
+app.add_typer(feedback_app, name="feedback")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+SAMPLE_LOG = """[2025-03-11 10:22:40.981] [7321] [INFO] [llm_manager] loading weights from /data/models/qwen2-7b
+[2025-03-11 10:22:41.118] [7321] [INFO] [llm_manager] model loaded, 8 NPUs ready
+[2025-03-11 10:22:41.502] [7321] [ERROR] [server] Socket bind failed, ip 127.0.0.1 port 1025
+[2025-03-11 10:22:41.503] [7321] [ERROR] [daemon] mindieservice_daemon exit"""
+
+SLACK_VARIABLES = """To run the Slack bot, set:
+  SLACK_BOT_TOKEN=xoxb-...          (OAuth & Permissions -> Bot User OAuth Token)
+  SLACK_APP_TOKEN=xapp-...          (Socket Mode, the default; Basic Information -> App-Level Tokens, scope connections:write)
+  or, for HTTP mode (mindie-help serve --http --port 3000):
+  SLACK_SIGNING_SECRET=...          (Basic Information -> Signing Secret)
+See docs/slack-setup.md. Meanwhile try the engine locally:
+  mindie-help ask "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB"
+  mindie-help ask --file app.log"""
+
+
+def _settings() -> Settings:
+    settings = get_settings()
+    setup_logging(settings.log_level, settings.log_json)
+    return settings
+
+
+def _engine(settings: Settings, progress: bool = False, rebuild: bool = False):
+    from bot.engine.engine import Engine
+
+    try:
+        return Engine.from_settings(settings, progress=progress, rebuild=rebuild)
+    except CorpusError as exc:
+        err.print(f"[red]The corpus is invalid[/red] ({len(exc.problems)} problem(s)); fix these and try again:", markup=True)
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+
+
+def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> bytes | str:
+    if file is not None:
+        try:
+            with file.open("rb") as fh:
+                return fh.read(max_bytes + 1)  # the engine cuts at max_bytes and says so
+        except OSError as exc:
+            err.print(f"cannot read {file}: {exc.strerror}")
+            raise typer.Exit(2) from None
+    if text == "-" or (text is None and not sys.stdin.isatty()):
+        return sys.stdin.buffer.read(max_bytes + 1)
+    if text is None:
+        err.print('give a query: mindie-help ask "TEXT", mindie-help ask - (stdin) or --file app.log')
+        raise typer.Exit(2)
+    return text
+
+
+@app.command()
+def ask(
+    text: Optional[str] = typer.Argument(None, help='the error, log or question; "-" reads stdin'),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="read the query from a log file"),
+    fmt: str = typer.Option("text", "--format", help="text or json"),
+    top: int = typer.Option(0, "--top", "-k", min=0, max=20, help="how many results (default: MINDIE_HELP_TOP_K)"),
+    retriever: str = typer.Option("hybrid", "--retriever", help="hybrid, signatures, lexical or dense"),
+    batch: Optional[Path] = typer.Option(None, "--batch", help='JSONL of {"id": ..., "query": ...}; one JSON line out per query'),
+) -> None:
+    """Diagnose one query (or a batch) and print the ranked causes, fixes and commands."""
+    from bot.engine.engine import RETRIEVERS
+
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(2)
+    if retriever not in RETRIEVERS:
+        err.print(f"--retriever must be one of: {', '.join(RETRIEVERS)}")
+        raise typer.Exit(2)
+    settings = _settings()
+    if batch is not None:
+        _ask_batch(settings, batch, top, retriever)
+        return
+    query = _read_query(text, file, settings.max_input_bytes)
+    engine = _engine(settings)
+    answer = engine.answer(query, top_k=top or None, retriever=retriever)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(answer.contract(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        from bot.render.text import render_text
+
+        render_text(answer, out)
+
+
+def _ask_batch(settings: Settings, batch: Path, top: int, retriever: str) -> None:
+    try:
+        lines = batch.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        err.print(f"cannot read {batch}: {exc.strerror}")
+        raise typer.Exit(2) from None
+    engine = _engine(settings)
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            query, qid = item["query"], item.get("id", n)
+            if not isinstance(query, str):
+                raise TypeError("query must be a string")
+        except (ValueError, KeyError, TypeError) as exc:
+            sys.stdout.write(json.dumps({"id": None, "line": n, "error": f"bad input line: {exc}"}) + "\n")
+            continue
+        answer = engine.answer(query, top_k=top or None, retriever=retriever, query_id=str(qid))
+        payload = answer.contract()
+        payload["id"] = qid
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+@app.command()
+def index(rebuild: bool = typer.Option(False, "--rebuild", help="rebuild even if the saved index is current")) -> None:
+    """Build (or verify) the FAISS index in the index folder."""
+    settings = _settings()
+    engine = _engine(settings, progress=True, rebuild=rebuild)
+    out.print(json.dumps(engine.status(), indent=2))
+
+
+@app.command()
+def serve(
+    http: bool = typer.Option(False, "--http", help="HTTP mode (Events API) instead of Socket Mode"),
+    port: int = typer.Option(3000, "--port", min=1, max=65535),
+    host: str = typer.Option("0.0.0.0", "--host"),
+) -> None:
+    """Run the Slack bot; with no Slack tokens, answer a sample log locally and say what to set."""
+    settings = _settings()
+    if not settings.has_slack_tokens():
+        engine = _engine(settings)
+        out.print("[bold]No Slack tokens are set, so here is a local answer to a sample pasted log:[/bold]\n")
+        out.print(SAMPLE_LOG, markup=False)
+        out.print()
+        from bot.render.text import render_text
+
+        render_text(engine.answer(SAMPLE_LOG), out)
+        out.print()
+        out.print(SLACK_VARIABLES, markup=False)
+        return
+    from bot.slack.runner import serve as run_bot
+
+    run_bot(settings, http=http, port=port, host=host)
+
+
+@corpus_app.command("check")
+def corpus_check(
+    facts: Optional[Path] = typer.Option(None, "--facts", help="list of the FAQ's commands per entry (default: tests/data/faq_commands if present)"),
+) -> None:
+    """Validate every corpus file; print problems as FILE: field.path: what is wrong."""
+    from bot.corpus.check import check_corpus
+
+    settings = get_settings()
+    if facts is None:
+        default = PROJECT_ROOT / "tests" / "data" / "faq_commands"
+        facts = default if default.exists() else None
+    corpus, problems = check_corpus(settings.corpus_dir, facts)
+    for problem in problems:
+        out.print(str(problem), markup=False)
+    if problems:
+        err.print(f"corpus check failed: {len(problems)} problem(s)")
+        raise typer.Exit(1)
+    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures")
+
+
+@app.command("eval")
+def evaluate(
+    queries: list[Path] = typer.Option([PROJECT_ROOT / "eval" / "queries.jsonl"], "--set", help="labelled JSONL file(s)"),
+    fmt: str = typer.Option("table", "--format", help="table or json"),
+) -> None:
+    """Top-1, top-3, MRR, abstention and latency for each retriever and the hybrid, side by side."""
+    from bot.evaluation import format_table, run_evaluation
+
+    settings = _settings()
+    engine = _engine(settings)
+    report = run_evaluation(engine, queries)
+    if fmt == "json":
+        out.print_json(data=report)
+    else:
+        out.print(format_table(report), markup=False)
+
+
+@feedback_app.command("report")
+def feedback_report() -> None:
+    """Per-entry helpful/unhelpful counts and the queries the bot could not answer."""
+    from bot.feedback import FeedbackStore
+
+    settings = _settings()
+    out.print(FeedbackStore(settings.feedback_db).report(), markup=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

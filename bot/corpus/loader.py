@@ -1,0 +1,178 @@
+"""Read the corpus folder into validated models, collecting every problem instead of stopping at the first."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import re2
+import yaml
+from pydantic import ValidationError
+
+from bot.corpus.schema import Entry, ErrorCodeRow, ErrorCodeTable
+
+ERROR_CODES_FILE = "error-codes.yaml"
+MAX_FILE_BYTES = 1_000_000
+
+
+def re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print to stderr; we report problems ourselves
+    options.max_mem = 8 << 20
+    return options
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.message}" if self.path else f"{self.file}: {self.message}"
+
+
+class CorpusError(Exception):
+    """The corpus is invalid; str() is the operator-facing report, one problem per line."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass
+class Corpus:
+    root: Path
+    entries: list[Entry]
+    files: dict[str, str]  # entry id -> display path of its file
+    codes: list[ErrorCodeRow] = field(default_factory=list)
+    digest: str = ""
+
+    def __post_init__(self) -> None:
+        self.by_id = {e.id: e for e in self.entries}
+        self.code_by_value = {c.code: c for c in self.codes}
+        self.code_by_name = {c.name: c for c in self.codes}
+
+
+def _display(path: Path, root: Path) -> str:
+    return f"{root.name}/{path.relative_to(root)}"
+
+
+def _field_path(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc) or "(top level)"
+
+
+def _read_yaml(path: Path, shown: str, problems: list[Problem]) -> object | None:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            problems.append(Problem(shown, "", f"file is {size} bytes; the limit is {MAX_FILE_BYTES}"))
+            return None
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(shown, "", f"not UTF-8 text (byte {exc.start})"))
+        return None
+    except OSError as exc:
+        problems.append(Problem(shown, "", f"cannot read: {exc.strerror}"))
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problems.append(Problem(shown, where, f"malformed YAML: {what}"))
+        return None
+    if not isinstance(data, dict):
+        problems.append(Problem(shown, "", "expected a mapping of fields at the top level"))
+        return None
+    return data
+
+
+def _validation_problems(shown: str, exc: ValidationError) -> list[Problem]:
+    out = []
+    for err in exc.errors():
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field (not in the schema)"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        out.append(Problem(shown, _field_path(err["loc"]), message))
+    return out
+
+
+def _check_patterns(entry: Entry, shown: str, problems: list[Problem]) -> None:
+    options = re2_options()
+    for i, sig in enumerate(entry.signatures):
+        try:
+            compiled = re2.compile(sig.pattern, options)
+        except re2.error as exc:
+            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            problems.append(Problem(shown, f"signatures.{i}.pattern", f"regex does not compile under RE2: {detail}"))
+            continue
+        if compiled.search("") is not None:
+            problems.append(Problem(shown, f"signatures.{i}.pattern", "regex matches an empty line, so it would match every log"))
+
+
+def load_corpus(root: Path) -> Corpus:
+    """Load and validate every YAML file under root; raise CorpusError listing all problems."""
+    root = Path(root)
+    problems: list[Problem] = []
+    if not root.is_dir():
+        raise CorpusError([Problem(str(root), "", "corpus folder does not exist")])
+    entries: list[Entry] = []
+    files: dict[str, str] = {}
+    codes: list[ErrorCodeRow] = []
+    digest = hashlib.sha256()
+    paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    for path in paths:
+        shown = _display(path, root)
+        try:
+            digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            pass
+        data = _read_yaml(path, shown, problems)
+        if data is None:
+            continue
+        if path.name == ERROR_CODES_FILE:
+            try:
+                codes = list(ErrorCodeTable.model_validate(data).codes)
+            except ValidationError as exc:
+                problems.extend(_validation_problems(shown, exc))
+            continue
+        try:
+            entry = Entry.model_validate(data)
+        except ValidationError as exc:
+            problems.extend(_validation_problems(shown, exc))
+            continue
+        if entry.id in files:
+            problems.append(Problem(shown, "id", f"duplicate id '{entry.id}' (also in {files[entry.id]})"))
+            continue
+        _check_patterns(entry, shown, problems)
+        files[entry.id] = shown
+        entries.append(entry)
+    if not entries and not problems:
+        problems.append(Problem(_display(root, root.parent), "", "no entries found (*.yaml)"))
+    _check_references(entries, files, codes, root, problems)
+    if problems:
+        raise CorpusError(problems)
+    return Corpus(root=root, entries=entries, files=files, codes=codes, digest=digest.hexdigest())
+
+
+def _check_references(entries: list[Entry], files: dict[str, str], codes: list[ErrorCodeRow], root: Path, problems: list[Problem]) -> None:
+    known = set(files)
+    for entry in entries:
+        for i, rel in enumerate(entry.related):
+            if rel not in known:
+                problems.append(Problem(files[entry.id], f"related.{i}", f"unknown entry id '{rel}'"))
+            if rel == entry.id:
+                problems.append(Problem(files[entry.id], f"related.{i}", "an entry cannot be related to itself"))
+    shown = f"{root.name}/{ERROR_CODES_FILE}"
+    seen: set[str] = set()
+    for i, row in enumerate(codes):
+        if row.code in seen:
+            problems.append(Problem(shown, f"codes.{i}.code", f"duplicate code '{row.code}'"))
+        seen.add(row.code)
+        if row.entry is not None and row.entry not in known:
+            problems.append(Problem(shown, f"codes.{i}.entry", f"unknown entry id '{row.entry}'"))

@@ -1,0 +1,110 @@
+"""The corpus schema: one YAML file per problem, validated strictly at the boundary."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+EntryId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{2,63}$")]
+ErrorCode = Annotated[str, StringConstraints(pattern=r"^MIE\d{2}[EWI][0-9A-F]{6,7}$")]
+
+# A placeholder is `{name}` with an identifier inside; JSON such as `{"type": ...}` is not one.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Component(str, Enum):
+    SERVICE = "Service"
+    LLM = "LLM"
+    ATB = "ATB"
+    MOTOR_PD = "Motor/PD"
+    MULTIMODAL = "Multimodal"
+    INSTALL = "Install"
+
+
+class Bilingual(Strict):
+    en: NonEmpty
+    zh: NonEmpty
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+class BilingualSteps(Strict):
+    en: list[NonEmpty] = Field(min_length=1)
+    zh: list[NonEmpty] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _same_length(self) -> "BilingualSteps":
+        if len(self.en) != len(self.zh):
+            raise ValueError(f"en has {len(self.en)} steps but zh has {len(self.zh)}; translate every step")
+        return self
+
+    def get(self, lang: str) -> list[str]:
+        return self.zh if lang == "zh" else self.en
+
+
+class BilingualPhrases(Strict):
+    """Free-form phrasings (how users ask); the two lists need not align."""
+
+    en: list[NonEmpty] = Field(default_factory=list)
+    zh: list[NonEmpty] = Field(default_factory=list)
+
+
+class Command(Strict):
+    run: NonEmpty = Field(description="verbatim command, env var, config key/value, path or snippet")
+    kind: Literal["shell", "env", "config", "path", "code", "url"]
+    explain: Bilingual
+
+    @property
+    def placeholders(self) -> list[str]:
+        return PLACEHOLDER.findall(self.run)
+
+
+class Signature(Strict):
+    pattern: NonEmpty = Field(description="RE2 regex searched in each log line")
+    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+
+
+class Entry(Strict):
+    id: EntryId
+    component: Component
+    source: NonEmpty = Field(description="where the facts come from, e.g. 'faq#7'")
+    title: Bilingual
+    symptom: Bilingual
+    cause: Bilingual
+    fix: BilingualSteps
+    commands: list[Command] = Field(default_factory=list)
+    errors: list[NonEmpty] = Field(default_factory=list, description="exact error messages, verbatim")
+    signatures: list[Signature] = Field(default_factory=list)
+    examples: list[NonEmpty] = Field(default_factory=list)
+    questions: BilingualPhrases = Field(default_factory=BilingualPhrases)
+    keywords: list[NonEmpty] = Field(default_factory=list)
+    related: list[EntryId] = Field(default_factory=list)
+
+    @field_validator("related")
+    @classmethod
+    def _no_self_dupes(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("related lists an id twice")
+        return value
+
+
+class ErrorCodeRow(Strict):
+    code: ErrorCode
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]+$")]
+    group: NonEmpty
+    entry: EntryId | None = None
+    meaning: Bilingual
+    aliases: list[NonEmpty] = Field(default_factory=list, description="other texts that stand for this code in logs")
+
+
+class ErrorCodeTable(Strict):
+    codes: list[ErrorCodeRow] = Field(min_length=1)

@@ -1,0 +1,237 @@
+"""The diagnosis engine: text in -> normalise -> signatures + lexical + dense -> fuse -> Answer.
+
+It knows nothing of Slack; renderers turn its Answer into terminal text, JSON or Slack blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from bot.corpus.loader import Corpus, load_corpus
+from bot.corpus.schema import PLACEHOLDER, Entry
+from bot.engine import dense as dense_mod
+from bot.engine.codes import CodeResolver, CodeSighting
+from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse, lexical_evidence
+from bot.engine.lexical import LexicalIndex
+from bot.engine.models import Answer, CodeOut, CommandOut, Hit, MatchedLine
+from bot.engine.normalize import Prepared, prepare
+from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
+from bot.engine.text import warm_up
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Retriever = Literal["hybrid", "signatures", "lexical", "dense"]
+RETRIEVERS: tuple[Retriever, ...] = ("hybrid", "signatures", "lexical", "dense")
+GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of their own
+CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
+STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
+
+
+@dataclass
+class DenseState:
+    model: object | None = None
+    index: dense_mod.DenseIndex | None = None
+    status: str = "disabled"
+    notice: str | None = None
+
+
+@dataclass
+class Scored:
+    position: int
+    confidence: float
+    evidence: dict[str, float] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(self, corpus: Corpus, settings: Settings, dense: DenseState, params: FusionParams = DEFAULT_PARAMS):
+        self.corpus = corpus
+        self.settings = settings
+        self.params = params
+        self.entries: list[Entry] = corpus.entries
+        self.position = {e.id: i for i, e in enumerate(self.entries)}
+        self.signatures = SignatureIndex.from_corpus(corpus)
+        self.lexical = LexicalIndex(self.entries)
+        self.codes = CodeResolver(corpus)
+        self.dense = dense
+        warm_up()
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_settings(cls, settings: Settings, progress: bool = False, rebuild: bool = False) -> "Engine":
+        """Load the corpus (CorpusError if invalid), the model and the index (rebuilt when stale)."""
+        corpus = load_corpus(settings.corpus_dir)
+        dense = load_dense(corpus, settings, progress=progress, rebuild=rebuild)
+        return cls(corpus, settings, dense)
+
+    def status(self) -> dict:
+        manifest = self.dense.index.manifest if self.dense.index else None
+        return {
+            "entries": len(self.entries),
+            "signatures": len(self.signatures),
+            "error_codes": len(self.corpus.codes),
+            "corpus_hash": self.corpus.digest[:12],
+            "model": self.settings.model,
+            "dense": self.dense.status,
+            "index": {"rows": manifest.rows, "dim": manifest.dim, "built_at": manifest.built_at} if manifest else None,
+        }
+
+    # ---- answering ----------------------------------------------------------------------------
+    def answer(self, text: str | bytes, top_k: int | None = None, retriever: Retriever = "hybrid", query_id: str | None = None) -> Answer:
+        top_k = top_k or self.settings.top_k
+        prepared = prepare(text, self.settings.max_input_bytes)
+        notices = list(prepared.notices)
+        if self.dense.notice and retriever in ("hybrid", "dense"):
+            notices.append(self.dense.notice)
+        if not prepared.text.strip():
+            return Answer(id=query_id, answered=False, lang=prepared.lang, confidence=0.0, results=[],
+                          notices=notices + ["empty input: paste an error, a log or a question"], retriever=retriever)
+
+        use = {"signatures", "lexical", "dense"} if retriever == "hybrid" else {retriever}
+        n = len(self.entries)
+        sig_matches = self.signatures.match(prepared.lines) if "signatures" in use else {}
+        sightings = self.codes.find(prepared.lines)
+        if "signatures" in use:
+            self._add_code_matches(sig_matches, sightings)
+        sig = np.zeros(n, dtype=np.float32)
+        for entry_id, match in sig_matches.items():
+            sig[self.position[entry_id]] = match.score
+        focus = prepared.focus
+        lex_raw = self.lexical.scores(focus) if "lexical" in use else np.zeros(n, dtype=np.float32)
+        lex = lexical_evidence(lex_raw, self.params)
+        den = np.zeros(n, dtype=np.float32)
+        if "dense" in use and self.dense.index is not None:
+            vec = self.embed(focus)
+            den = dense_evidence(self.dense.index.scores(vec), self.params)
+        fused = fuse(sig, lex, den, self.params)
+
+        order = self._order(fused, sig_matches)
+        scored = [
+            Scored(i, float(fused[i]), {"signatures": float(sig[i]), "lexical": float(lex[i]), "dense": float(den[i])})
+            for i in order[:top_k]
+        ]
+        confidence = max((s.confidence for s in scored), default=0.0)
+        answered = bool(scored) and confidence >= self.settings.threshold
+        lang = prepared.lang
+        hits = [self._hit(s, sig_matches, prepared, lang) for s in scored if s.confidence > 0.0] if answered else []
+        suggestions = [] if answered else [self.entries[i].title.get(lang) for i in np.argsort(-fused)[:3] if fused[i] > 0.05]
+        return Answer(
+            id=query_id,
+            answered=answered,
+            lang=lang,
+            confidence=round(confidence, 4),
+            results=hits,
+            suggestions=suggestions,
+            error_codes=[self._code_out(s, lang) for s in sightings],
+            notices=notices,
+            retriever=retriever,
+        )
+
+    def embed(self, text: str) -> np.ndarray:
+        model = self.dense.model
+        return model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
+
+    def _add_code_matches(self, matches: dict[str, EntryMatch], sightings: list[CodeSighting]) -> None:
+        for sighting in sightings:
+            target = sighting.row.entry or GENERIC_CODE_ENTRY
+            if target not in self.position:
+                continue
+            em = matches.setdefault(target, EntryMatch(target))
+            em.lines.append(LineMatch(sighting.line_no, CODE_WEIGHT, {"code": sighting.row.code}))
+            em.score = max(em.score, CODE_WEIGHT)
+
+    def _order(self, fused: np.ndarray, sig_matches: dict[str, EntryMatch]) -> list[int]:
+        """Distinct errors recognised by strong signatures come first, in the order they occur in the log;
+        everything else follows by fused confidence."""
+        strong = [m for m in sig_matches.values() if m.score >= STRONG_SIGNATURE]
+        strong.sort(key=lambda m: (-m.score, m.first_line))
+        distinct: list[EntryMatch] = []
+        claimed: set[int] = set()
+        for m in strong:  # a weaker entry matching only lines a stronger one explains is the same error
+            lines = {lm.line_no for lm in m.lines if lm.weight >= STRONG_SIGNATURE}
+            if lines - claimed:
+                distinct.append(m)
+            claimed |= lines
+        distinct.sort(key=lambda m: m.first_line)
+        first = [self.position[m.entry_id] for m in distinct] if len(distinct) > 1 else []
+        rest = [int(i) for i in np.argsort(-fused, kind="stable") if int(i) not in first]
+        return first + rest
+
+    def _hit(self, scored: Scored, sig_matches: dict[str, EntryMatch], prepared: Prepared, lang: str) -> Hit:
+        entry = self.entries[scored.position]
+        match = sig_matches.get(entry.id)
+        captures = match.captures() if match else {}
+        lines = sorted({lm.line_no for lm in match.lines}) if match else []
+        matched = [MatchedLine(line_no=i + 1, text=prepared.lines[i].strip()[:500]) for i in lines[:5]]
+        commands = [
+            CommandOut(run=fill(c.run, captures), template=c.run, kind=c.kind, explain=c.explain.get(lang))
+            for c in entry.commands
+        ]
+        steps = entry.fix.get(lang)
+        used = [name for name, value in scored.evidence.items() if value > 0.0]
+        return Hit(
+            id=entry.id,
+            title=entry.title.get(lang),
+            component=entry.component.value,
+            score=round(scored.confidence, 4),
+            confidence=round(scored.confidence, 4),
+            symptom=entry.symptom.get(lang),
+            cause=entry.cause.get(lang),
+            fix="\n".join(f"{n}. {s}" for n, s in enumerate(steps, 1)),
+            fix_steps=list(steps),
+            commands=[c.run for c in commands],
+            command_details=commands,
+            matched=[m.text for m in matched],
+            matched_lines=matched,
+            retrievers=used,
+            why=explain_ranking(scored.evidence, matched),
+        )
+
+    def _code_out(self, sighting: CodeSighting, lang: str) -> CodeOut:
+        row = sighting.row
+        return CodeOut(code=row.code, name=row.name, group=row.group, meaning=row.meaning.get(lang), entry=row.entry)
+
+
+def fill(template: str, captures: dict[str, str]) -> str:
+    """Fill {placeholders} with values captured from the user's log; unknown ones stay visible."""
+    return PLACEHOLDER.sub(lambda m: captures.get(m.group(1), m.group(0)), template)
+
+
+def explain_ranking(evidence: dict[str, float], matched: list[MatchedLine]) -> str:
+    parts = []
+    if evidence.get("signatures", 0) > 0:
+        where = f" on line {matched[0].line_no}" if matched else ""
+        parts.append(f"signature {evidence['signatures']:.2f}{where}")
+    if evidence.get("lexical", 0) > 0:
+        parts.append(f"lexical {evidence['lexical']:.2f}")
+    if evidence.get("dense", 0) > 0:
+        parts.append(f"dense {evidence['dense']:.2f}")
+    return ", ".join(parts) or "no evidence"
+
+
+def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebuild: bool = False) -> DenseState:
+    """Model and index; on any model failure the engine runs on signatures and lexical and says so."""
+    if not settings.dense_enabled:
+        return DenseState(status="disabled by MINDIE_HELP_DENSE_ENABLED=false")
+    started = time.perf_counter()
+    try:
+        model = dense_mod.load_model(settings.model)
+    except Exception as exc:  # any loader failure (missing folder, bad weights, no network) degrades, never crashes
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        log.warning("dense_unavailable model=%s reason=%s", settings.model, reason)
+        return DenseState(status=f"unavailable: {reason}",
+                          notice=f"embedding model '{settings.model}' could not load; answering with signatures and lexical search only")
+    index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, settings.model, corpus.digest)
+    if index is None:
+        log.info("index_build reason=%s dir=%s", why, settings.index_dir)
+        index = dense_mod.build_index(corpus.entries, model, settings.model, corpus.digest, settings.index_dir, progress=progress)
+        status = f"ready (index rebuilt: {why})"
+    else:
+        status = "ready"
+    log.info("dense_ready model=%s rows=%d seconds=%.2f", settings.model, index.manifest.rows, time.perf_counter() - started)
+    return DenseState(model=model, index=index, status=status)

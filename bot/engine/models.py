@@ -1,0 +1,90 @@
+"""The engine's output contract: what every renderer (terminal, JSON, Slack) receives."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Lang = Literal["en", "zh"]
+RetrieverName = Literal["signatures", "lexical", "dense"]
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class CommandOut(Out):
+    run: str = Field(description="the command with the user's own values filled in; unfilled {placeholders} stay visible")
+    template: str = Field(description="the command exactly as the corpus has it")
+    kind: str
+    explain: str
+
+
+class MatchedLine(Out):
+    line_no: int = Field(description="1-based line number in the user's pasted text")
+    text: str
+
+
+class CodeOut(Out):
+    code: str
+    name: str
+    group: str
+    meaning: str
+    entry: str | None
+
+
+class Hit(Out):
+    id: str
+    title: str
+    component: str
+    score: float = Field(description="fused score, comparable within one answer")
+    confidence: float = Field(ge=0.0, le=1.0)
+    symptom: str
+    cause: str
+    fix: str = Field(description="numbered fix steps as text, in the reply language")
+    fix_steps: list[str]
+    commands: list[str] = Field(description="verbatim commands, filled with captured values")
+    command_details: list[CommandOut]
+    matched: list[str] = Field(description="the user's log lines that were recognised")
+    matched_lines: list[MatchedLine]
+    retrievers: list[RetrieverName] = Field(description="which retrievers found this entry")
+    why: str = Field(description="a one-line explanation of the ranking")
+
+
+class Answer(Out):
+    id: str | None = None
+    answered: bool
+    lang: Lang
+    confidence: float = Field(ge=0.0, le=1.0)
+    results: list[Hit]
+    suggestions: list[str] = Field(default_factory=list, description="closest topic titles when abstaining")
+    error_codes: list[CodeOut] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list, description="e.g. input truncated, dense retriever unavailable")
+    retriever: str = "hybrid"
+
+    def contract(self) -> dict:
+        """The documented JSON shape for one query (extra keys are additive)."""
+        return {
+            "id": self.id,
+            "answered": self.answered,
+            "lang": self.lang,
+            "confidence": self.confidence,
+            "results": [
+                {
+                    "id": h.id,
+                    "title": h.title,
+                    "score": h.score,
+                    "confidence": h.confidence,
+                    "cause": h.cause,
+                    "fix": h.fix,
+                    "commands": h.commands,
+                    "matched": h.matched,
+                    "retrievers": h.retrievers,
+                }
+                for h in self.results
+            ],
+            "suggestions": self.suggestions,
+            "error_codes": [c.model_dump() for c in self.error_codes],
+            "notices": self.notices,
+        }

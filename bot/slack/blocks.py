@@ -1,0 +1,417 @@
+"""Render an engine Answer as Slack Block Kit (plus the plain-text fallback), within Slack's limits.
+
+Limits respected (https://api.slack.com/reference/block-kit): at most 50 blocks per message, 3000 characters
+per section/context text, 150 per header, 75 per button label, 2000 per button value; the message's total
+text stays under 40000 characters. Anything longer is trimmed with "…" and a note, never rejected by Slack.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.engine.models import Answer, Hit
+
+MAX_BLOCKS = 50
+MAX_SECTION = 3000
+MAX_HEADER = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_MESSAGE_CHARS = 40000
+MAX_FALLBACK = 3000
+MAX_CAUSES = 3
+MAX_QUOTED_LINES = 3
+MAX_QUOTED_LINE = 300
+
+ACTION_FEEDBACK_UP = "mindie_help_feedback_up"
+ACTION_FEEDBACK_DOWN = "mindie_help_feedback_down"
+ACTION_SHARE = "mindie_help_share"
+ACTION_ESCALATE = "mindie_help_escalate"
+BLOCK_ACTIONS_ID = "mindie_help_actions"
+
+LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "top": "Most likely cause",
+        "cause_n": "Possible cause {n}",
+        "confidence": "confidence {pct}",
+        "your_log": "Your log",
+        "line": "line {n}",
+        "cause": "Cause",
+        "fix": "Fix",
+        "commands": "Commands",
+        "codes": "Error codes",
+        "helpful": "👍 Helpful",
+        "unhelpful": "👎 Not helpful",
+        "share": "Share in channel",
+        "no_match": "I couldn't find a confident match for this, so I won't guess.",
+        "closest": "Closest topics",
+        "tip": "Tip: paste the full error log (the first ERROR lines and the final exception), or ask with `/mindie-help <question>`.",
+        "human": "🙋 Ask a human",
+        "trimmed": "_…trimmed to fit Slack's limits ({what})._",
+        "more_hidden": "{n} more block(s) not shown",
+        "long_text": "long text shortened",
+        "error": "Sorry, something went wrong while diagnosing this (ref `{ref}`). Please try again in a moment, or ask in the channel.",
+        "usage": (
+            "*mindie-help* diagnoses MindIE errors.\n"
+            "• `/mindie-help <error line or question>`: answer visible only to you, with a button to share it.\n"
+            "• Mention me with a pasted log, or in a thread under one: I answer in the thread.\n"
+            "• Send me a direct message, or share a `.log`/`.txt` file with me.\n"
+            "Example: `/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
+        ),
+        "thanks_up": "Thanks for the feedback 👍",
+        "thanks_down": "Thanks, noted 👎. You can also ask a human in the channel.",
+        "thanks_changed": " (your earlier vote was changed)",
+        "escalated": "{group}<@{user}> asked for a human: the bot had no confident answer here.",
+        "escalated_ack": "I've asked the support team to take a look.",
+        "escalation_excerpt": "Question: {excerpt}",
+        "shared_by": "Shared by <@{user}>",
+        "file_skipped": "Skipped file {name}: {reason}.",
+        "truncated_file": "Only the first {kb} KB of {name} were read.",
+    },
+    "zh": {
+        "top": "最可能的原因",
+        "cause_n": "可能原因 {n}",
+        "confidence": "置信度 {pct}",
+        "your_log": "你的日志",
+        "line": "第 {n} 行",
+        "cause": "原因",
+        "fix": "解决方法",
+        "commands": "命令",
+        "codes": "错误码",
+        "helpful": "👍 有帮助",
+        "unhelpful": "👎 没帮助",
+        "share": "分享到频道",
+        "no_match": "没有找到足够可信的匹配，我不做猜测。",
+        "closest": "最接近的主题",
+        "tip": "提示：请粘贴完整的报错日志（第一条 ERROR 和最后的异常），或使用 `/mindie-help <问题>` 提问。",
+        "human": "🙋 找人工支持",
+        "trimmed": "_…内容过长，已按 Slack 限制截断（{what}）。_",
+        "more_hidden": "另有 {n} 个区块未显示",
+        "long_text": "过长的文字已缩短",
+        "error": "抱歉，诊断时出错（编号 `{ref}`）。请稍后重试，或在频道里提问。",
+        "usage": (
+            "*mindie-help* 用于诊断 MindIE 报错。\n"
+            "• `/mindie-help <报错行或问题>`：仅你可见的回答，可一键分享到频道。\n"
+            "• 在粘贴的日志中或其下方的话题里 @我：我会在话题中回复。\n"
+            "• 私信我，或发给我 `.log`/`.txt` 文件。\n"
+            "示例：`/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
+        ),
+        "thanks_up": "感谢反馈 👍",
+        "thanks_down": "已记录 👎。也可以在频道里找人工支持。",
+        "thanks_changed": "（已修改你之前的投票）",
+        "escalated": "{group}<@{user}> 请求人工支持：机器人没有可信的答案。",
+        "escalated_ack": "已通知支持团队。",
+        "escalation_excerpt": "问题：{excerpt}",
+        "shared_by": "由 <@{user}> 分享",
+        "file_skipped": "已跳过文件 {name}：{reason}。",
+        "truncated_file": "{name} 只读取了前 {kb} KB。",
+    },
+}
+
+
+def label(lang: str, key: str, **fmt: Any) -> str:
+    table = LABELS.get(lang, LABELS["en"])
+    text = table.get(key, LABELS["en"][key])
+    return text.format(**fmt) if fmt else text
+
+
+@dataclass
+class Rendered:
+    """What chat.postMessage / response_url need: fallback text and blocks."""
+
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return {"text": self.text, "blocks": self.blocks}
+
+
+# --- text helpers ---------------------------------------------------------------------------------
+
+
+def esc(text: str) -> str:
+    """Escape the three characters Slack's mrkdwn treats as control characters."""
+    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int, ellipsis: str = "…") -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ellipsis))] + ellipsis
+
+
+def clip_mrkdwn(text: str, limit: int = MAX_SECTION) -> str:
+    """Clip mrkdwn, closing an open ``` fence so the rest of the message still renders."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 6)]
+    if cut.count("```") % 2 == 1:
+        return cut[: max(0, limit - 6)].rstrip() + "…\n```"
+    return cut.rstrip() + " …"
+
+
+def pct(confidence: float) -> str:
+    return f"{round(max(0.0, min(1.0, confidence)) * 100)}%"
+
+
+def code_block(command: str) -> str:
+    body = (command or "").replace("```", "`\u200b``")
+    return f"```{esc(body)}```"
+
+
+def inline_code(text: str) -> str:
+    return "`" + esc(text.replace("`", "ʹ")) + "`" if text.strip() else ""
+
+
+def button_value(data: dict[str, Any]) -> str:
+    value = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if len(value) <= MAX_BUTTON_VALUE:
+        return value
+    # Shorten the longest string fields until it fits.
+    data = dict(data)
+    for key in sorted(data, key=lambda k: -len(str(data[k]))):
+        if isinstance(data[key], str):
+            over = len(json.dumps(data, ensure_ascii=False, separators=(",", ":"))) - MAX_BUTTON_VALUE
+            if over <= 0:
+                break
+            data[key] = data[key][: max(0, len(data[key]) - over - 8)]
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))[:MAX_BUTTON_VALUE]
+
+
+def parse_value(value: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(value or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def section(text: str) -> dict[str, Any]:
+    """A mrkdwn section; enforce_limits() clips it later (and notes that it did)."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def context(*texts: str) -> dict[str, Any]:
+    elements = [{"type": "mrkdwn", "text": t} for t in texts if t][:MAX_CONTEXT_ELEMENTS]
+    return {"type": "context", "elements": elements}
+
+
+def header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(" ".join(text.split()) or "mindie-help", MAX_HEADER), "emoji": True}}
+
+
+def button(text: str, action_id: str, value: dict[str, Any], style: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": clip(text, MAX_BUTTON_TEXT), "emoji": True},
+        "action_id": action_id,
+        "value": button_value(value),
+    }
+    if style:
+        out["style"] = style
+    return out
+
+
+def _sections_for(title: str, items: list[str], limit: int = MAX_SECTION) -> list[dict[str, Any]]:
+    """Pack items under a bold title into as few sections as fit (each ≤ limit)."""
+    blocks: list[dict[str, Any]] = []
+    current = f"*{title}*"
+    for item in items:
+        piece = item  # an item longer than a section gets its own section, clipped by enforce_limits()
+        if len(current) + 1 + len(piece) > limit:
+            blocks.append(section(current))
+            current = piece
+        else:
+            current += "\n" + piece
+    if current:
+        blocks.append(section(current))
+    return blocks
+
+
+# --- answer rendering -----------------------------------------------------------------------------
+
+
+def _hit_blocks(hit: Hit, rank: int, lang: str) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    conf = label(lang, "confidence", pct=pct(hit.confidence))
+    if rank == 0:
+        blocks.append(header(hit.title))
+        blocks.append(context(f"*{label(lang, 'top')}* · {conf} · {esc(hit.component)} · `{esc(hit.id)}`"))
+    else:
+        blocks.append({"type": "divider"})
+        blocks.append(section(f"*{label(lang, 'cause_n', n=rank + 1)}: {esc(hit.title)}*\n{conf} · {esc(hit.component)} · `{esc(hit.id)}`"))
+
+    quoted: list[str] = []
+    for ml in hit.matched_lines[:MAX_QUOTED_LINES]:
+        quoted.append(f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_")
+    if not quoted:
+        quoted = [f"> {inline_code(clip(line.strip(), MAX_QUOTED_LINE))}" for line in hit.matched[:MAX_QUOTED_LINES] if line.strip()]
+    if quoted:
+        blocks.append(section(f"*{label(lang, 'your_log')}*\n" + "\n".join(quoted)))
+
+    blocks.append(section(f"*{label(lang, 'cause')}*\n{esc(hit.cause)}"))
+    if hit.fix_steps:
+        steps = [f"{i}. {esc(step)}" for i, step in enumerate(hit.fix_steps, 1)]
+    else:  # `fix` is already numbered text
+        steps = [esc(line) for line in hit.fix.splitlines() if line.strip()]
+    if steps:
+        blocks.extend(_sections_for(label(lang, "fix"), steps))
+
+    commands: list[str] = []
+    if hit.command_details:
+        for cmd in hit.command_details:
+            explain = f"_{esc(cmd.explain)}_\n" if cmd.explain else ""
+            commands.append(f"{explain}{code_block(cmd.run)}")
+    else:
+        commands = [code_block(run) for run in hit.commands]
+    if commands:
+        blocks.extend(_sections_for(label(lang, "commands"), commands))
+    return blocks
+
+
+def feedback_buttons(lang: str, entry_id: str, fp: str) -> list[dict[str, Any]]:
+    value = {"e": entry_id, "f": fp, "l": lang}
+    return [
+        button(label(lang, "helpful"), ACTION_FEEDBACK_UP, value),
+        button(label(lang, "unhelpful"), ACTION_FEEDBACK_DOWN, value),
+    ]
+
+
+def fallback_text(answer: Answer) -> str:
+    lang = answer.lang
+    if not answer.answered or not answer.results:
+        lines = [label(lang, "no_match")]
+        if answer.suggestions:
+            lines.append(f"{label(lang, 'closest')}: " + "; ".join(answer.suggestions[:3]))
+        return clip("\n".join(lines), MAX_FALLBACK)
+    top = answer.results[0]
+    lines = [f"{label(lang, 'top')} ({pct(top.confidence)}): {top.title}", f"{label(lang, 'cause')}: {top.cause}"]
+    steps = top.fix_steps or [top.fix]
+    lines.append(f"{label(lang, 'fix')}: " + " ".join(f"{i}. {s}" for i, s in enumerate(steps, 1)))
+    if top.commands:
+        lines.append(f"{label(lang, 'commands')}: " + " | ".join(top.commands[:3]))
+    return clip("\n".join(lines), MAX_FALLBACK)
+
+
+def render_answer(
+    answer: Answer,
+    *,
+    fp: str,
+    share_value: dict[str, Any] | None = None,
+    escalate_value: dict[str, Any] | None = None,
+    extra_notes: list[str] | None = None,
+    shared_by: str | None = None,
+) -> Rendered:
+    """The whole reply for an Answer: causes when answered, an honest no-match with a human button otherwise."""
+    if not answer.answered or not answer.results:
+        return render_abstain(answer, escalate_value=escalate_value, extra_notes=extra_notes)
+    lang = answer.lang
+    blocks: list[dict[str, Any]] = []
+    for rank, hit in enumerate(answer.results[:MAX_CAUSES]):
+        blocks.extend(_hit_blocks(hit, rank, lang))
+    if answer.error_codes:
+        codes = [f"{inline_code(c.code)} {esc(c.name)}: {esc(c.meaning)}" for c in answer.error_codes[:5]]
+        blocks.append(context(f"*{label(lang, 'codes')}*\n" + "\n".join(codes)))
+    notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
+    if shared_by:
+        notes.append(label(lang, "shared_by", user=shared_by))
+    if notes:
+        blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
+    elements = feedback_buttons(lang, answer.results[0].id, fp)
+    if share_value is not None:
+        elements.append(button(label(lang, "share"), ACTION_SHARE, share_value, style="primary"))
+    actions = {"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": elements}
+    return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=[actions]))
+
+
+def render_abstain(
+    answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
+) -> Rendered:
+    lang = answer.lang
+    blocks: list[dict[str, Any]] = [section(f"*{label(lang, 'no_match')}*")]
+    if answer.suggestions:
+        items = [f"• {esc(s)}" for s in answer.suggestions[:5]]
+        blocks.append(section(f"*{label(lang, 'closest')}*\n" + "\n".join(items)))
+    notes = [label(lang, "tip")] + [esc(n) for n in answer.notices] + list(extra_notes or [])
+    blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
+    tail: list[dict[str, Any]] = []
+    if escalate_value is not None:
+        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
+    return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
+
+
+def render_text(text: str, lang: str = "en") -> Rendered:
+    """A short plain message (usage, error, acknowledgement) as one section plus fallback."""
+    return Rendered(text=clip(text, MAX_FALLBACK), blocks=enforce_limits([section(text)], lang))
+
+
+def render_usage(lang: str = "en") -> Rendered:
+    return render_text(label(lang, "usage"), lang)
+
+
+def render_error(ref: str, lang: str = "en") -> Rendered:
+    return render_text(label(lang, "error", ref=ref), lang)
+
+
+# --- limits ---------------------------------------------------------------------------------------
+
+
+def _block_chars(block: dict[str, Any]) -> int:
+    total = 0
+    if "text" in block and isinstance(block["text"], dict):
+        total += len(block["text"].get("text", ""))
+    for element in block.get("elements", []) or []:
+        if isinstance(element, dict):
+            text = element.get("text")
+            total += len(text.get("text", "")) if isinstance(text, dict) else len(text or "")
+            total += len(element.get("value", "") or "")
+    return total
+
+
+def enforce_limits(blocks: list[dict[str, Any]], lang: str = "en", tail: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Clip every text to its field limit and keep the message within the block and character budget.
+
+    `tail` blocks (the buttons) are always kept at the end; when anything is clipped or dropped, a context
+    note at the end says so.
+    """
+    tail = list(tail or [])
+    clipped = 0
+    fixed: list[dict[str, Any]] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "header":
+            original = block["text"]["text"]
+            block["text"]["text"] = clip(original, MAX_HEADER)
+            clipped += block["text"]["text"] != original
+        elif kind == "section" and "text" in block:
+            original = block["text"]["text"]
+            block["text"]["text"] = clip_mrkdwn(original, MAX_SECTION)
+            clipped += block["text"]["text"] != original
+        elif kind == "context":
+            clipped += len(block.get("elements", [])) > MAX_CONTEXT_ELEMENTS
+            block["elements"] = block.get("elements", [])[:MAX_CONTEXT_ELEMENTS]
+            for element in block["elements"]:
+                if element.get("type") in ("mrkdwn", "plain_text"):
+                    original = element["text"]
+                    element["text"] = clip_mrkdwn(original, MAX_SECTION)
+                    clipped += element["text"] != original
+        fixed.append(block)
+
+    budget_blocks = MAX_BLOCKS - len(tail) - 1  # one slot for the trim note
+    budget_chars = MAX_MESSAGE_CHARS - sum(_block_chars(b) for b in tail) - 500
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for block in fixed:
+        size = _block_chars(block)
+        if len(kept) >= budget_blocks or used + size > budget_chars:
+            break
+        kept.append(block)
+        used += size
+    dropped = len(fixed) - len(kept)
+    if dropped:
+        kept.append(context(label(lang, "trimmed", what=label(lang, "more_hidden", n=dropped))))
+    elif clipped:
+        kept.append(context(label(lang, "trimmed", what=label(lang, "long_text"))))
+    return kept + tail

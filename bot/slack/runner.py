@@ -1,0 +1,165 @@
+"""`mindie-help serve`: run the Slack bot in Socket Mode (default) or HTTP mode (--http --port N)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import TYPE_CHECKING
+
+from bot.settings import Settings
+from bot.slack.logutil import configure_logging, get_logger, kv, register_secret
+
+if TYPE_CHECKING:
+    from bot.slack.app import SlackBot
+
+log = get_logger()
+
+TRY_WITHOUT_SLACK = 'To try the bot without Slack:  mindie-help ask "Socket bind failed, ip 127.0.0.1 port 1025"'
+
+
+class SlackConfigError(SystemExit):
+    """Missing or rejected Slack credentials. A SystemExit, so an uncaught one prints its message, not a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def config_problem(settings: Settings, http: bool) -> str | None:
+    """None when serve can start; otherwise the exact message telling which variables to set."""
+    missing: list[str] = []
+    if settings.slack_bot_token is None:
+        missing.append("SLACK_BOT_TOKEN")
+    if http and settings.slack_signing_secret is None:
+        missing.append("SLACK_SIGNING_SECRET")
+    if not http and settings.slack_app_token is None:
+        missing.append("SLACK_APP_TOKEN")
+    if not missing:
+        return None
+    mode = "HTTP mode" if http else "Socket Mode"
+    lines = [
+        f"mindie-help serve ({mode}) cannot start: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set.",
+        "",
+        "Set these environment variables (or put them in .env; see .env.example and docs/slack-setup.md):",
+        "  SLACK_BOT_TOKEN=xoxb-...        Bot User OAuth Token (OAuth & Permissions)",
+    ]
+    if http:
+        lines.append("  SLACK_SIGNING_SECRET=...        Signing Secret (Basic Information > App Credentials)")
+    else:
+        lines.append("  SLACK_APP_TOKEN=xapp-...        App-Level Token with connections:write (Basic Information)")
+        if settings.slack_signing_secret is not None:
+            lines.append("  (SLACK_SIGNING_SECRET is set: for HTTP mode run `mindie-help serve --http --port 3000` instead)")
+    lines += ["", TRY_WITHOUT_SLACK]
+    return "\n".join(lines)
+
+
+def serve(settings: Settings, http: bool = False, port: int = 3000, host: str = "0.0.0.0") -> None:
+    """Build the engine once, then serve Slack until interrupted (SIGINT/SIGTERM)."""
+    problem = config_problem(settings, http)
+    if problem:
+        raise SlackConfigError(problem)
+    for secret in (settings.slack_bot_token, settings.slack_app_token, settings.slack_signing_secret):
+        register_secret(secret.get_secret_value() if secret else None)
+    configure_logging(settings.log_level, settings.log_json)
+
+    from bot.engine.engine import Engine  # slow import (models); only when serving
+
+    log.info(kv("engine_loading"))
+    engine = Engine.from_settings(settings)
+    log.info(kv("engine_ready", **{k: v for k, v in _flat_status(engine).items()}))
+    bot = _make_bot(settings, engine)
+    if http:
+        _serve_http(bot, host, port)
+    else:
+        _serve_socket_mode(bot, settings)
+
+
+def _flat_status(engine: object) -> dict:
+    try:
+        status = engine.status()  # type: ignore[attr-defined]
+    except Exception:
+        return {}
+    return {k: v for k, v in status.items() if isinstance(v, (str, int, float, bool))}
+
+
+def _make_bot(settings: Settings, engine: object) -> "SlackBot":
+    from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.app import SlackBot
+
+    try:
+        return SlackBot(settings, engine)  # type: ignore[arg-type]
+    except (BoltError, SlackApiError) as exc:
+        raise SlackConfigError(
+            "Slack rejected SLACK_BOT_TOKEN when checking it with auth.test "
+            f"({_reason(exc)}). Copy the Bot User OAuth Token (xoxb-...) again from OAuth & Permissions, "
+            "and reinstall the app if you changed its scopes.\n\n" + TRY_WITHOUT_SLACK
+        ) from None
+    except OSError as exc:
+        raise SlackConfigError(f"Cannot reach the Slack API ({type(exc).__name__}); check network/proxy settings.") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    for code in ("invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"):
+        if code in text:
+            return code
+    return type(exc).__name__
+
+
+def _install_sigterm(stop: threading.Event) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
+    from bot.slack.server import EVENTS_PATH, HEALTH_PATH, make_server
+
+    server = make_server(bot.app, bot.engine.status, host, port)
+    stop = threading.Event()
+    _install_sigterm(stop)
+    log.info(kv("http_listening", host=host, port=server.port, events=EVENTS_PATH, health=HEALTH_PATH))
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        bot.feedback.close()
+        log.info(kv("stopped", mode="http"))
+
+
+def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    assert settings.slack_app_token is not None
+    handler = SocketModeHandler(bot.app, settings.slack_app_token.get_secret_value())
+    stop = threading.Event()
+    _install_sigterm(stop)
+    try:
+        handler.connect()
+    except Exception as exc:
+        raise SlackConfigError(
+            f"Socket Mode could not connect ({_reason(exc)}). Check SLACK_APP_TOKEN (xapp-..., scope connections:write) "
+            "and that Socket Mode is enabled for the app.\n\n" + TRY_WITHOUT_SLACK
+        ) from None
+    log.info(kv("socket_mode_connected"))
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handler.close()
+        bot.feedback.close()
+        log.info(kv("stopped", mode="socket"))

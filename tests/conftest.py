@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "corpus"
+FACTS = ROOT / "tests" / "data" / "faq_commands"
+
+
+@pytest.fixture
+def corpus_copy(tmp_path: Path) -> Path:
+    """A private copy of the real corpus that a test may break."""
+    dest = tmp_path / "corpus"
+    shutil.copytree(CORPUS, dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def engine_settings(tmp_path_factory):
+    from bot.settings import Settings
+
+    index_dir = tmp_path_factory.mktemp("index")
+    return Settings(corpus_dir=CORPUS, index_dir=index_dir, feedback_db=index_dir / "fb.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def engine(engine_settings):
+    from bot.engine.engine import Engine
+
+    return Engine.from_settings(engine_settings)

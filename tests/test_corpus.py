@@ -1,0 +1,203 @@
+"""The knowledge base: schema, check, and the FAQ's commands kept verbatim."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import re2
+import yaml
+
+from bot.corpus.check import check_corpus
+from bot.corpus.loader import CorpusError, load_corpus
+from bot.engine.signatures import SignatureIndex
+from tests.conftest import CORPUS, FACTS, ROOT
+
+
+def _messages(root: Path) -> list[str]:
+    _, problems = check_corpus(root, None)
+    return [str(p) for p in problems]
+
+
+def _edit(path: Path, **changes) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.update(changes)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+def test_real_corpus_passes_every_check():
+    corpus, problems = check_corpus(CORPUS, FACTS)
+    assert [str(p) for p in problems] == []
+    assert len(corpus.entries) >= 40
+    assert {e.component.value for e in corpus.entries} == {"Service", "LLM", "ATB", "Motor/PD", "Multimodal", "Install"}
+
+
+def test_every_faq_command_is_verbatim_in_its_entry():
+    corpus = load_corpus(CORPUS)
+    listed = 0
+    for path in sorted(FACTS.glob("*.yaml")):
+        for item in yaml.safe_load(path.read_text(encoding="utf-8")):
+            runs = [c.run for c in corpus.by_id[item["entry"]].commands]
+            for command in item["commands"]:
+                listed += 1
+                assert any(command in run for run in runs), f"{item['entry']}: {command!r} missing"
+    assert listed >= 80  # the facts sheet gives well over this many commands, env vars, keys and paths
+
+
+def test_malformed_yaml_is_reported_with_file_and_line(corpus_copy: Path):
+    (corpus_copy / "broken.yaml").write_text("id: broken\ntitle: [unclosed\n", encoding="utf-8")
+    messages = _messages(corpus_copy)
+    assert any(m.startswith("corpus/broken.yaml: line ") and "malformed YAML" in m for m in messages), messages
+
+
+def test_missing_field_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del data["cause"]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert "corpus/socket-bind-failed.yaml: cause: required field is missing" in _messages(corpus_copy)
+
+
+def test_missing_language_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del data["title"]["zh"]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert "corpus/socket-bind-failed.yaml: title.zh: required field is missing" in _messages(corpus_copy)
+
+
+def test_english_copied_into_chinese_field_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["cause"]["zh"] = data["cause"]["en"]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert "corpus/socket-bind-failed.yaml: cause.zh: missing language: no Chinese text" in _messages(corpus_copy)
+
+
+def test_unknown_field_is_reported(corpus_copy: Path):
+    _edit(corpus_copy / "socket-bind-failed.yaml", severity="high")
+    assert "corpus/socket-bind-failed.yaml: severity: unknown field (not in the schema)" in _messages(corpus_copy)
+
+
+def test_bad_regex_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["pattern"] = "Socket (bind failed"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    messages = _messages(corpus_copy)
+    assert any(m.startswith("corpus/socket-bind-failed.yaml: signatures.0.pattern: regex does not compile") for m in messages), messages
+
+
+def test_backreference_regex_is_refused_because_it_is_not_linear_time(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["pattern"] = r"(bind) \1"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert any("signatures.0.pattern: regex does not compile under RE2" in m for m in _messages(corpus_copy))
+
+
+def test_pattern_matching_empty_line_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["pattern"] = "(?i)(socket)?"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert any("matches an empty line" in m for m in _messages(corpus_copy))
+
+
+def test_duplicate_id_is_reported(corpus_copy: Path):
+    text = (corpus_copy / "socket-bind-failed.yaml").read_text(encoding="utf-8")
+    (corpus_copy / "zz-copy.yaml").write_text(text, encoding="utf-8")
+    messages = _messages(corpus_copy)
+    assert "corpus/zz-copy.yaml: id: duplicate id 'socket-bind-failed' (also in corpus/socket-bind-failed.yaml)" in messages
+
+
+def test_example_not_matched_by_own_signatures_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["examples"].append("[INFO] everything is fine\n[INFO] still fine")
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    n = len(data["examples"]) - 1
+    assert f"corpus/socket-bind-failed.yaml: examples.{n}: not matched by this entry's own signatures" in _messages(corpus_copy)
+
+
+def test_example_matched_more_strongly_by_another_entry_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["weight"] = 0.3
+    data["examples"].append("Socket bind failed\nRuntimeError: NPU out of memory. Tried to allocate 2.00 GiB")
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    messages = _messages(corpus_copy)
+    assert any("socket-bind-failed.yaml: examples." in m and "matches it more strongly" in m for m in messages), messages
+
+
+def test_error_without_signature_is_reported(corpus_copy: Path):
+    _edit(corpus_copy / "socket-bind-failed.yaml", signatures=[], examples=[])
+    assert "corpus/socket-bind-failed.yaml: signatures: entry names an error message but has no signature to recognise it" in _messages(corpus_copy)
+
+
+def test_named_group_without_placeholder_is_reported(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["pattern"] = r"Socket bind failed.*?(?P<host>\d+\.\d+\.\d+\.\d+)"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert any("named group 'host' fills no {host} placeholder" in m for m in _messages(corpus_copy))
+
+
+def test_fix_without_the_faq_commands_is_reported(corpus_copy: Path):
+    _edit(corpus_copy / "socket-bind-failed.yaml", commands=[])
+    facts = corpus_copy.parent / "facts.yaml"
+    facts.write_text(yaml.safe_dump([{"entry": "socket-bind-failed", "section": 7, "commands": ["lsof -i :{port}"]}]))
+    _, problems = check_corpus(corpus_copy, facts)
+    assert "corpus/socket-bind-failed.yaml: commands: fix has no commands, but faq-facts.md §7 gives some" in [str(p) for p in problems]
+
+
+def test_binary_and_non_mapping_files_are_reported(corpus_copy: Path):
+    (corpus_copy / "blob.yaml").write_bytes(b"\xff\xfe\x00\x01garbage")
+    (corpus_copy / "list.yaml").write_text("- just\n- a list\n")
+    messages = _messages(corpus_copy)
+    assert any(m.startswith("corpus/blob.yaml: not UTF-8 text") for m in messages)
+    assert "corpus/list.yaml: expected a mapping of fields at the top level" in messages
+
+
+def test_an_operator_entry_is_picked_up_with_no_code_change(corpus_copy: Path):
+    entry = yaml.safe_load((corpus_copy / "socket-bind-failed.yaml").read_text(encoding="utf-8"))
+    entry.update(id="site-disk-full", errors=["No space left on device"], related=[],
+                 signatures=[{"pattern": "(?i)no space left on device", "weight": 1.0}],
+                 examples=["[ERROR] write /var/log/x: No space left on device\n[INFO] retry", "OSError: [Errno 28] No space left on device"])
+    (corpus_copy / "site" ).mkdir()
+    (corpus_copy / "site" / "disk-full.yaml").write_text(yaml.safe_dump(entry, allow_unicode=True), encoding="utf-8")
+    corpus, problems = check_corpus(corpus_copy, None)
+    assert [str(p) for p in problems] == []
+    assert "site-disk-full" in corpus.by_id
+
+
+@pytest.mark.timeout(20)
+def test_signatures_stay_linear_on_adversarial_lines():
+    """Lines built to make backtracking engines explode are matched in bounded time by RE2."""
+    index = SignatureIndex.from_corpus(load_corpus(CORPUS))
+    hostile = [
+        "a" * 200_000,
+        "Socket bind " + "failed " * 20_000 + "port",
+        "[" * 50_000 + "ERROR" + "]" * 50_000,
+        ("out of memory, " * 10_000) + "need",
+        "File \"" + "/x" * 40_000 + "\", line 1",
+        "error=SO_ERROR: " + " " * 100_000 + "Connection",
+        ("MIE05E" + "0" * 50) * 2_000,
+    ]
+    for _ in range(3):
+        index.match(hostile)
+    # The classic catastrophic pattern is harmless under RE2.
+    assert re2.compile(r"(a+)+$").search("a" * 100_000 + "b") is None
+
+
+def test_invalid_corpus_stops_the_cli_with_the_same_clear_message(corpus_copy: Path):
+    _edit(corpus_copy / "socket-bind-failed.yaml", severity="high")
+    env = {"MINDIE_HELP_CORPUS_DIR": str(corpus_copy), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    for args in (["ask", "Socket bind failed"], ["corpus", "check"], ["serve"]):
+        proc = subprocess.run([sys.executable, "-m", "bot", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        assert proc.returncode != 0, args
+        both = proc.stdout + proc.stderr
+        assert "corpus/socket-bind-failed.yaml: severity: unknown field (not in the schema)" in both, args
+        assert "Traceback" not in both, args
