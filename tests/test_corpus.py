@@ -201,3 +201,15 @@ def test_invalid_corpus_stops_the_cli_with_the_same_clear_message(corpus_copy: P
         both = proc.stdout + proc.stderr
         assert "corpus/socket-bind-failed.yaml: severity: unknown field (not in the schema)" in both, args
         assert "Traceback" not in both, args
+
+
+def test_the_readme_example_entry_is_valid_and_answers(corpus_copy: Path):
+    """The example in corpus/README.md is exactly what an operator would paste in: it must pass the check."""
+    readme = (CORPUS / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (corpus_copy / "site").mkdir()
+    (corpus_copy / "site" / "disk-full.yaml").write_text(example, encoding="utf-8")
+    corpus, problems = check_corpus(corpus_copy, None)
+    assert [str(p) for p in problems] == []
+    matches = SignatureIndex.from_corpus(corpus).match(["[ERROR] write failed: No space left on device /data/logs"])
+    assert matches["site-disk-full"].captures() == {"mount": "/data/logs"}

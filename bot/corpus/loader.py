@@ -10,9 +10,10 @@ import re2
 import yaml
 from pydantic import ValidationError
 
-from bot.corpus.schema import Entry, ErrorCodeRow, ErrorCodeTable
+from bot.corpus.schema import Entry, ErrorCodeRow, ErrorCodeTable, Scope
 
 ERROR_CODES_FILE = "error-codes.yaml"
+SCOPE_FILE = "scope.yaml"
 MAX_FILE_BYTES = 1_000_000
 
 
@@ -47,6 +48,7 @@ class Corpus:
     entries: list[Entry]
     files: dict[str, str]  # entry id -> display path of its file
     codes: list[ErrorCodeRow] = field(default_factory=list)
+    scope: Scope = field(default_factory=Scope)
     digest: str = ""
 
     def __post_init__(self) -> None:
@@ -102,17 +104,30 @@ def _validation_problems(shown: str, exc: ValidationError) -> list[Problem]:
     return out
 
 
+def _pattern_problem(pattern: str) -> str | None:
+    try:
+        compiled = re2.compile(pattern, re2_options())
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return f"regex does not compile under RE2: {detail}"
+    if compiled.search("") is not None:
+        return "regex matches an empty line, so it would match every log"
+    return None
+
+
 def _check_patterns(entry: Entry, shown: str, problems: list[Problem]) -> None:
-    options = re2_options()
     for i, sig in enumerate(entry.signatures):
-        try:
-            compiled = re2.compile(sig.pattern, options)
-        except re2.error as exc:
-            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-            problems.append(Problem(shown, f"signatures.{i}.pattern", f"regex does not compile under RE2: {detail}"))
-            continue
-        if compiled.search("") is not None:
-            problems.append(Problem(shown, f"signatures.{i}.pattern", "regex matches an empty line, so it would match every log"))
+        if (message := _pattern_problem(sig.pattern)) is not None:
+            problems.append(Problem(shown, f"signatures.{i}.pattern", message))
+
+
+def _scope_problems(scope: Scope, shown: str) -> list[Problem]:
+    return [
+        Problem(shown, f"{kind}.{i}.pattern", message)
+        for kind in ("foreign", "domain")
+        for i, rule in enumerate(getattr(scope, kind))
+        if (message := _pattern_problem(rule.pattern)) is not None
+    ]
 
 
 def load_corpus(root: Path) -> Corpus:
@@ -124,6 +139,7 @@ def load_corpus(root: Path) -> Corpus:
     entries: list[Entry] = []
     files: dict[str, str] = {}
     codes: list[ErrorCodeRow] = []
+    scope = Scope()
     digest = hashlib.sha256()
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     for path in paths:
@@ -141,6 +157,14 @@ def load_corpus(root: Path) -> Corpus:
             except ValidationError as exc:
                 problems.extend(_validation_problems(shown, exc))
             continue
+        if path.name == SCOPE_FILE:
+            try:
+                scope = Scope.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(_validation_problems(shown, exc))
+            else:
+                problems.extend(_scope_problems(scope, shown))
+            continue
         try:
             entry = Entry.model_validate(data)
         except ValidationError as exc:
@@ -157,7 +181,7 @@ def load_corpus(root: Path) -> Corpus:
     _check_references(entries, files, codes, root, problems)
     if problems:
         raise CorpusError(problems)
-    return Corpus(root=root, entries=entries, files=files, codes=codes, digest=digest.hexdigest())
+    return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, digest=digest.hexdigest())
 
 
 def _check_references(entries: list[Entry], files: dict[str, str], codes: list[ErrorCodeRow], root: Path, problems: list[Problem]) -> None:

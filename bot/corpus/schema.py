@@ -108,3 +108,15 @@ class ErrorCodeRow(Strict):
 
 class ErrorCodeTable(Strict):
     codes: list[ErrorCodeRow] = Field(min_length=1)
+
+
+class ScopeRule(Strict):
+    label: NonEmpty
+    pattern: NonEmpty = Field(description="RE2 regex searched in the whole query")
+
+
+class Scope(Strict):
+    """What marks a query as another stack's problem (foreign) or as MindIE's own (domain)."""
+
+    foreign: list[ScopeRule] = Field(default_factory=list)
+    domain: list[ScopeRule] = Field(default_factory=list)

@@ -64,13 +64,31 @@ def load_model(name: str):
     return SentenceTransformer(resolve_model(name), device="cpu")
 
 
-def texts_for(entries: list[Entry]) -> tuple[list[str], list[int]]:
+MIN_READABLE = 0.5  # below this share of known tokens an embedding says more about [UNK] than about the text
+
+
+def readability(model, text: str) -> float:
+    """Share of the text's tokens the model knows. An English-only model reads Chinese as [UNK], and
+    [UNK]-heavy vectors all look alike, so such texts are neither indexed nor trusted as queries.
+    A multilingual model reads both languages and scores near 1 on both."""
+    tokenizer = getattr(model, "tokenizer", None)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if tokenizer is None or unk is None:
+        return 1.0
+    ids = tokenizer(text[:2000], add_special_tokens=False, truncation=True, max_length=256)["input_ids"]
+    if not ids:
+        return 0.0
+    return 1.0 - sum(1 for t in ids if t == unk) / len(ids)
+
+
+def texts_for(entries: list[Entry], model) -> tuple[list[str], list[int]]:
     texts: list[str] = []
     rows: list[int] = []
     for i, entry in enumerate(entries):
         for text in dense_texts(entry):
-            texts.append(text)
-            rows.append(i)
+            if readability(model, text) >= MIN_READABLE:
+                texts.append(text)
+                rows.append(i)
     return texts, rows
 
 
@@ -130,7 +148,7 @@ def build_index(
     encode: Callable[[list[str]], np.ndarray] | None = None,
 ) -> DenseIndex:
     started = time.perf_counter()
-    texts, rows = texts_for(entries)
+    texts, rows = texts_for(entries, model)
     if encode is None:
         vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress)
     else:
@@ -182,7 +200,7 @@ def read_manifest(index_dir: Path) -> IndexManifest | None:
         return None
 
 
-def load_index(index_dir: Path, entries: list[Entry], model_name: str, corpus_hash: str) -> tuple[DenseIndex | None, str]:
+def load_index(index_dir: Path, entries: list[Entry], model, model_name: str, corpus_hash: str) -> tuple[DenseIndex | None, str]:
     """The saved index if it is intact and matches this corpus and model; else None and why."""
     manifest = read_manifest(index_dir)
     if manifest is None:
@@ -191,7 +209,7 @@ def load_index(index_dir: Path, entries: list[Entry], model_name: str, corpus_ha
         return None, "index format changed"
     if manifest.model != model_name:
         return None, f"model changed ({manifest.model} -> {model_name})"
-    texts, _ = texts_for(entries)
+    texts, _ = texts_for(entries, model)
     if manifest.corpus_hash != corpus_hash or manifest.texts_hash != _texts_hash(model_name, texts):
         return None, "corpus changed"
     faiss_path = index_dir / FAISS_FILE

@@ -20,6 +20,7 @@ from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse
 from bot.engine.lexical import LexicalIndex
 from bot.engine.models import Answer, CodeOut, CommandOut, Hit, MatchedLine
 from bot.engine.normalize import Prepared, prepare
+from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
 from bot.engine.text import warm_up
 from bot.settings import Settings
@@ -31,6 +32,7 @@ RETRIEVERS: tuple[Retriever, ...] = ("hybrid", "signatures", "lexical", "dense")
 GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of their own
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
+FOREIGN_PENALTY = 0.5  # confidence kept when the paste is plainly another stack's problem
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Engine:
         self.signatures = SignatureIndex.from_corpus(corpus)
         self.lexical = LexicalIndex(self.entries)
         self.codes = CodeResolver(corpus)
+        self.scope = ScopeFilter(corpus.scope)
         self.dense = dense
         warm_up()
 
@@ -106,9 +109,14 @@ class Engine:
         lex = lexical_evidence(lex_raw, self.params)
         den = np.zeros(n, dtype=np.float32)
         if "dense" in use and self.dense.index is not None:
-            vec = self.embed(focus)
-            den = dense_evidence(self.dense.index.scores(vec), self.params)
+            readable = dense_mod.readability(self.dense.model, focus)
+            if readable > 0.0:  # trust the embedding only as far as the model could read the query
+                den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
         fused = fuse(sig, lex, den, self.params)
+        foreign = self.scope.foreign_label(prepared.text)
+        if foreign and float(sig.max(initial=0.0)) < STRONG_SIGNATURE:
+            fused = fused * FOREIGN_PENALTY
+            notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
 
         order = self._order(fused, sig_matches)
         scored = [
@@ -226,7 +234,7 @@ def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebui
         log.warning("dense_unavailable model=%s reason=%s", settings.model, reason)
         return DenseState(status=f"unavailable: {reason}",
                           notice=f"embedding model '{settings.model}' could not load; answering with signatures and lexical search only")
-    index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, settings.model, corpus.digest)
+    index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, model, settings.model, corpus.digest)
     if index is None:
         log.info("index_build reason=%s dir=%s", why, settings.index_dir)
         index = dense_mod.build_index(corpus.entries, model, settings.model, corpus.digest, settings.index_dir, progress=progress)

@@ -13,12 +13,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class FusionParams:
-    lexical_half: float = 9.0  # BM25 score at which lexical evidence reaches 0.5
-    dense_floor: float = 0.30  # cosine at or below which dense evidence is 0
+    # Tuned on eval/queries.jsonl only (bench/tune.py); eval/holdout.jsonl checks they generalise.
+    lexical_half: float = 5.0  # BM25 score at which lexical evidence reaches 0.5
+    dense_floor: float = 0.40  # cosine at or below which dense evidence is 0
     dense_ceiling: float = 0.80  # cosine at or above which dense evidence is 1
     w_signatures: float = 1.0
     w_lexical: float = 0.75
-    w_dense: float = 0.75
+    w_dense: float = 0.9
     relative_lexical: float = 0.5  # share of lexical evidence that depends on rank within this query
 
 

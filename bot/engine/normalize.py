@@ -19,9 +19,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _ERROR_LINE = re.compile(
     r"ERROR|Error|error[:\]]|Exception|Traceback|FAIL|[Ff]ail(?:ed|ure)?\b|\bfault\b|core ?dump|Segmentation fault|"
-    r"refused|denied|cannot|can't|not found|No such file|undefined symbol|报错|错误|失败|异常|"
+    r"refused|denied|cannot|can't|not found|No such file|undefined symbol|timed? ?out|no response|报错|错误|失败|异常|超时|"
     r"\bMIE\d{2}[EWI][0-9A-F]{6,7}\b|\bE[A-Z]\d{4}\b"
 )
+_WARN_LINE = re.compile(r"\bWARN(?:ING)?\b|\[W(?:ARN)?\]|警告")
 _FINAL_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)|[\w.]*Error)\b:?")
 _LOG_LINE = re.compile(
     r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|error|info|warn)\]|"
@@ -156,6 +157,8 @@ def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
     cleaned = clean(text)
     lines = cleaned.split("\n")
     error_lines = [i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)]
+    if not error_lines:  # a log with no error at all: its warnings are the next best clue
+        error_lines = [i for i, ln in enumerate(lines) if _WARN_LINE.search(ln)]
     if not is_log and len(lines) > 1 and error_lines and any(_LOG_LINE.search(ln) for ln in lines):
         is_log = True
     return Prepared(
