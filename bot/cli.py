@@ -156,9 +156,13 @@ def serve(
         out.print()
         out.print(SLACK_VARIABLES, markup=False)
         return
+    from bot.slack.runner import config_problem
     from bot.slack.runner import serve as run_bot
 
-    run_bot(settings, http=http, port=port, host=host)
+    if (problem := config_problem(settings, http)) is not None:
+        err.print(problem, markup=False)
+        raise typer.Exit(2)
+    run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
 
 
 @corpus_app.command("check")

@@ -2,7 +2,7 @@
 
 * Votes: one per user per answer; a second click changes it. Rows keep the corpus entry id, the query
   fingerprint (sha256 of the normalised query, never the query itself), the channel and the time.
-  Users are stored as a salted-free sha256 prefix of their Slack id, enough to keep one vote each.
+  Users are stored as a sha256 prefix of their Slack id (not the id itself), enough to keep one vote each.
 * Unanswered queries: fingerprint plus a short redacted excerpt, so the corpus authors see what is missing.
 """
 

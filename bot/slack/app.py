@@ -7,12 +7,14 @@ Every listener is acknowledged first (Bolt acks events before the listener runs;
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -29,7 +31,7 @@ from bot.settings import Settings
 from bot.slack import blocks as bk
 from bot.slack.dedupe import Cooldown, Deduper, TTLCache
 from bot.slack.files import FileText, download_text, file_name, needs_info
-from bot.slack.logutil import get_logger, kv, register_secret
+from bot.logs import get_logger, kv, register_secret
 
 if TYPE_CHECKING:  # the engine is only called through answer()/status()
     from bot.engine.engine import Engine
@@ -45,8 +47,31 @@ ANSWERED_THREAD_TTL = 7 * 24 * 3600.0
 SHARE_TTL = 24 * 3600.0
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
-_HELP_WORDS = {"help", "-h", "--help", "usage", "?", "帮助", "用法"}
+_HELP_WORDS = {"help", "-h", "--help", "usage", "?", "hi", "hello", "hey", "帮助", "用法", "你好", "您好"}
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
+
+
+class _QuietBoltWarnings(logging.Filter):
+    """Log hygiene for Bolt's own loggers (Bolt copies its base logger's filters to all of them).
+
+    * Bolt warns that SLACK_BOT_TOKEN from the environment is unused because we pass our own WebClient
+      (which carries that same token, plus retry handlers and the base URL): nothing to act on, dropped.
+    * Bolt logs the whole request body (message text) on a bad signature, and request payloads in some
+      warnings: only the first line, without the body, is kept.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        if "`token` will be unused" in message:
+            return False
+        if record.levelno < logging.ERROR and ("body:" in message or "\n" in message or len(message) > 300):
+            first = message.split("\n", 1)[0]
+            record.msg = first.split("(signature:", 1)[0].split("body:", 1)[0].strip()[:300] + " (payload withheld)"
+            record.args = None
+        return True
 
 
 def guess_lang(text: str) -> str:
@@ -158,15 +183,20 @@ class SlackBot:
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         for secret in (self.bot_token, signing_secret, settings.slack_app_token.get_secret_value() if settings.slack_app_token else None):
             register_secret(secret)
+        bolt_logger = logging.getLogger("mindie_help.bolt")
+        if not any(isinstance(f, _QuietBoltWarnings) for f in bolt_logger.filters):
+            bolt_logger.addFilter(_QuietBoltWarnings())
         self.app = App(
             client=self.client,
             signing_secret=signing_secret or "",
             process_before_response=False,
             listener_executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mindie-help"),
-            logger=logging.getLogger("mindie_help.bolt"),
+            logger=bolt_logger,
         )
         self.bot_user_id: str | None = None
         self.bot_id: str | None = None
+        self._inflight = 0
+        self._idle = threading.Condition()
         self._register()
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -181,17 +211,48 @@ class SlackBot:
 
     def _register(self) -> None:
         app = self.app
+        track = self._tracked
         app.middleware(self._dedupe_events)
-        app.event("app_mention")(self.on_mention)
-        app.event("message")(self.on_message)
-        app.command("/mindie-help")(self.on_command)
-        app.action(bk.ACTION_FEEDBACK_UP)(self.on_feedback)
-        app.action(bk.ACTION_FEEDBACK_DOWN)(self.on_feedback)
-        app.action(bk.ACTION_SHARE)(self.on_share)
-        app.action(bk.ACTION_ESCALATE)(self.on_escalate)
-        # Other events the app may be subscribed to are acknowledged and ignored (no 404s, so no Slack retries).
-        app.event(re.compile(r".*"))(self.on_other_event)
+        app.event("app_mention")(track(self.on_mention))
+        app.event("message")(track(self.on_message))
+        app.command("/mindie-help")(track(self.on_command))
+        app.action(bk.ACTION_FEEDBACK_UP)(track(self.on_feedback))
+        app.action(bk.ACTION_FEEDBACK_DOWN)(track(self.on_feedback))
+        app.action(bk.ACTION_SHARE)(track(self.on_share))
+        app.action(bk.ACTION_ESCALATE)(track(self.on_escalate))
+        # Anything else that reaches the app is acknowledged and ignored: no 404s, so no Slack retries.
+        everything = re.compile(r".*")
+        app.event(everything)(track(self.on_other_event))
+        for register in (app.command, app.action, app.shortcut, app.view, app.options):
+            register(everything)(track(self.on_other_request))
         app.error(self.on_error)
+
+    # In-flight accounting: the middleware counts a request in (synchronously, before Slack gets its ack),
+    # the listener wrapper counts it out when the work is done. wait_idle() lets shutdown (and tests) wait.
+    def _begin(self) -> None:
+        with self._idle:
+            self._inflight += 1
+
+    def _end(self) -> None:
+        with self._idle:
+            self._inflight = max(0, self._inflight - 1)
+            if self._inflight == 0:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until no request is being processed (True) or the timeout passes (False)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+
+    def _tracked(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._end()
+
+        return wrapper
 
     def _dedupe_events(self, body: dict, request: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
         """A retried delivery (X-Slack-Retry-Num) or a duplicate event_id is acknowledged and dropped."""
@@ -201,7 +262,12 @@ class SlackBot:
                 retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
                 log.info(kv("duplicate_event", event_id=event_id, retry=retry))
                 return BoltResponse(status=200, body="")
+        self._begin()
         return next()
+
+    def on_other_request(self, ack: Any, body: dict) -> None:
+        ack()
+        log.debug(kv("request_ignored", type=(body or {}).get("type")))
 
     def _identify(self, context: Any) -> None:
         if self.bot_user_id is None and context is not None:
@@ -332,8 +398,9 @@ class SlackBot:
             lang = guess_lang(query) if query else lang
             notes = self.file_notes(fetched, lang)
             if not query.strip() or (own.lower() in _HELP_WORDS and not fetched):
-                self.post(channel, thread_ts, bk.render_usage(lang))
-                log.info(kv("usage", surface=surface, channel=channel))
+                usage = bk.label(lang, "usage")
+                self.post(channel, thread_ts, bk.render_text("\n".join(notes + [usage]), lang))
+                log.info(kv("usage", surface=surface, channel=channel, skipped_files=len(notes)))
                 return
             answer = self.ask(query)
             fp = fingerprint(query)
@@ -361,6 +428,19 @@ class SlackBot:
                 deep = bool(message.get("bot_id")) and message.get("bot_id") in self.settings.answer_bot_ids
                 return self.compose(strip_mentions(event_text(message, deep=deep)), files)
         return ""
+
+    def bot_replied_in_thread(self, channel: str, root_ts: str) -> bool:
+        """Ask Slack whether the bot already posted in this thread (memory is lost on restart)."""
+        try:
+            data = self.client.conversations_replies(channel=channel, ts=root_ts, limit=100)
+        except Exception as exc:
+            log.warning(kv("thread_check_failed", channel=channel, error=_api_error(exc)))
+            return False
+        for message in data.get("messages") or []:
+            if (self.bot_id and message.get("bot_id") == self.bot_id) or (self.bot_user_id and message.get("user") == self.bot_user_id):
+                self.answered_threads.set((channel, root_ts), time.time())
+                return True
+        return False
 
     def on_command(self, ack: Any, command: dict) -> None:
         text = (command.get("text") or "").strip()
@@ -472,6 +552,8 @@ class SlackBot:
             if not is_log and "signatures" not in answer.results[0].retrievers:
                 log.info(kv("auto_silent", channel=channel, reason="no_signature", chars=len(query), fp=fp[:12]))
                 return
+            if thread_ts and thread_ts != ts and not already and not is_log and self.bot_replied_in_thread(channel, root):
+                return  # answered before a restart (the in-memory thread list is empty)
             if not self.cooldown.allow(who):
                 return
             rendered = bk.render_answer(answer, fp=fp, extra_notes=self.file_notes(fetched, answer.lang))
@@ -550,8 +632,12 @@ class SlackBot:
             self._reply_to_click(body, bk.label(lang, "escalated_ack"))
         except Exception as exc:
             ref = uuid.uuid4().hex[:8]
-            log.error(kv("escalation_failed", channel=channel, ref=ref, error=_api_error(exc)))
-            self._reply_to_click(body, bk.render_error(ref, lang).text)
+            error = _api_error(exc)
+            log.error(kv("escalation_failed", channel=channel, ref=ref, error=error))
+            if error in ("slack:not_in_channel", "slack:channel_not_found", "slack:is_archived"):
+                self._reply_to_click(body, bk.label(lang, "not_in_channel"))
+            else:
+                self._reply_to_click(body, bk.render_error(ref, lang).text)
 
     def _reply_to_click(self, body: dict, text: str) -> None:
         """An ephemeral note to whoever clicked: via response_url, else chat.postEphemeral."""

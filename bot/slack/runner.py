@@ -7,9 +7,10 @@ import threading
 from typing import TYPE_CHECKING
 
 from bot.settings import Settings
-from bot.slack.logutil import configure_logging, get_logger, kv, register_secret
+from bot.logs import get_logger, kv, register_secret
 
 if TYPE_CHECKING:
+    from bot.engine.engine import Engine
     from bot.slack.app import SlackBot
 
 log = get_logger()
@@ -28,14 +29,19 @@ class SlackConfigError(SystemExit):
         return self.message
 
 
+def _present(secret: object) -> bool:
+    """Set and not blank (an empty SLACK_SIGNING_SECRET= line in .env must not count as a secret)."""
+    return secret is not None and bool(secret.get_secret_value().strip())  # type: ignore[attr-defined]
+
+
 def config_problem(settings: Settings, http: bool) -> str | None:
     """None when serve can start; otherwise the exact message telling which variables to set."""
     missing: list[str] = []
-    if settings.slack_bot_token is None:
+    if not _present(settings.slack_bot_token):
         missing.append("SLACK_BOT_TOKEN")
-    if http and settings.slack_signing_secret is None:
+    if http and not _present(settings.slack_signing_secret):
         missing.append("SLACK_SIGNING_SECRET")
-    if not http and settings.slack_app_token is None:
+    if not http and not _present(settings.slack_app_token):
         missing.append("SLACK_APP_TOKEN")
     if not missing:
         return None
@@ -50,25 +56,24 @@ def config_problem(settings: Settings, http: bool) -> str | None:
         lines.append("  SLACK_SIGNING_SECRET=...        Signing Secret (Basic Information > App Credentials)")
     else:
         lines.append("  SLACK_APP_TOKEN=xapp-...        App-Level Token with connections:write (Basic Information)")
-        if settings.slack_signing_secret is not None:
+        if _present(settings.slack_signing_secret):
             lines.append("  (SLACK_SIGNING_SECRET is set: for HTTP mode run `mindie-help serve --http --port 3000` instead)")
     lines += ["", TRY_WITHOUT_SLACK]
     return "\n".join(lines)
 
 
-def serve(settings: Settings, http: bool = False, port: int = 3000, host: str = "0.0.0.0") -> None:
-    """Build the engine once, then serve Slack until interrupted (SIGINT/SIGTERM)."""
+def serve(settings: Settings, http: bool = False, port: int = 3000, host: str = "0.0.0.0", engine: "Engine | None" = None) -> None:
+    """Serve Slack until interrupted (SIGINT/SIGTERM) with the given engine, or one built here."""
     problem = config_problem(settings, http)
     if problem:
         raise SlackConfigError(problem)
     for secret in (settings.slack_bot_token, settings.slack_app_token, settings.slack_signing_secret):
         register_secret(secret.get_secret_value() if secret else None)
-    configure_logging(settings.log_level, settings.log_json)
+    if engine is None:
+        from bot.engine.engine import Engine  # slow import (models); only when serving
 
-    from bot.engine.engine import Engine  # slow import (models); only when serving
-
-    log.info(kv("engine_loading"))
-    engine = Engine.from_settings(settings)
+        log.info(kv("engine_loading"))
+        engine = Engine.from_settings(settings)
     log.info(kv("engine_ready", **{k: v for k, v in _flat_status(engine).items()}))
     bot = _make_bot(settings, engine)
     if http:
@@ -135,6 +140,7 @@ def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
         pass
     finally:
         server.server_close()
+        bot.wait_idle(10.0)  # let replies in progress finish
         bot.feedback.close()
         log.info(kv("stopped", mode="http"))
 
@@ -161,5 +167,6 @@ def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
         pass
     finally:
         handler.close()
+        bot.wait_idle(10.0)
         bot.feedback.close()
         log.info(kv("stopped", mode="socket"))

@@ -14,7 +14,7 @@ from typing import Any
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
-from bot.slack.logutil import get_logger, kv
+from bot.logs import get_logger, kv
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
@@ -126,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
             log.error(kv("dispatch_failed", error=type(exc).__name__), exc_info=exc)
             self._send(500, "")
             return
+        if response.status == 401:
+            log.warning(kv("request_refused", status=401, reason="invalid or stale signature", bytes=length))
         self._send(response.status, response.body or "", response.headers)
 
     def _drain(self) -> None:
