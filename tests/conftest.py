@@ -23,10 +23,13 @@ def corpus_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def engine_settings(tmp_path_factory):
+    """The project's own embeddings/ folder, as a user has it: built once, reused while the corpus and
+    model stay the same (the engine rebuilds it itself when they do). Tests that damage an index use
+    folders of their own."""
     from bot.settings import Settings
 
-    index_dir = tmp_path_factory.mktemp("index")
-    return Settings(corpus_dir=CORPUS, index_dir=index_dir, feedback_db=index_dir / "fb.sqlite3")
+    scratch = tmp_path_factory.mktemp("state")
+    return Settings(corpus_dir=CORPUS, index_dir=ROOT / "embeddings", feedback_db=scratch / "fb.sqlite3")
 
 
 @pytest.fixture(scope="session")

@@ -126,14 +126,23 @@ class DenseIndex:
         return out
 
 
+EXACT_LIMIT = 50_000  # rows; past this brute force costs more than an inverted file
+
+
 def make_faiss(vectors: np.ndarray) -> faiss.Index:
-    """Exact inner product for a corpus this size; an HNSW graph once it grows past brute force."""
+    """Exact inner product for a corpus this size; an inverted file with 8-bit codes once it grows past
+    brute force (builds in seconds, a quarter of the memory, and still probes the nearest clusters)."""
     dim = vectors.shape[1]
-    if len(vectors) > 50_000:
-        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efSearch = 128
-    else:
+    if len(vectors) <= EXACT_LIMIT:
         index = faiss.IndexFlatIP(dim)
+    else:
+        nlist = int(4 * np.sqrt(len(vectors)))
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(0)
+        sample = vectors[rng.choice(len(vectors), size=min(len(vectors), 40 * nlist), replace=False)]
+        index.train(sample)
+        index.nprobe = 16
     index.add(vectors)
     return index
 

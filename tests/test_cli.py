@@ -1,0 +1,113 @@
+"""The `mindie-help` command line, run in-process with Typer's runner (one model load for all tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+from bot.settings import get_settings
+
+runner = CliRunner()
+LOG = "[2025-03-11 10:22:41.502] [7321] [ERROR] [server] Socket bind failed, ip 127.0.0.1 port 1311"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, engine_settings, engine):
+    """Point the CLI at the session's already built index; engine fixture makes sure it exists."""
+    monkeypatch.setenv("MINDIE_HELP_INDEX_DIR", str(engine_settings.index_dir))
+    monkeypatch.setenv("MINDIE_HELP_FEEDBACK_DB", str(engine_settings.feedback_db))
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_ask_json_follows_the_contract():
+    result = runner.invoke(app, ["ask", "--format", "json", LOG])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["answered"] is True and payload["lang"] == "en"
+    top = payload["results"][0]
+    assert top["id"] == "socket-bind-failed" and "lsof -i :1311" in top["commands"]
+    assert top["matched"] == [LOG]
+
+
+def test_ask_text_shows_commands_on_their_own_lines():
+    result = runner.invoke(app, ["ask", "--top", "1", LOG])
+    assert result.exit_code == 0, result.output
+    assert "\nlsof -i :1311\n" in result.stdout
+    assert "L1:" in result.stdout
+
+
+def test_ask_reads_stdin_and_files(tmp_path: Path):
+    result = runner.invoke(app, ["ask", "--format", "json", "-"], input="RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
+    assert json.loads(result.stdout)["results"][0]["id"] == "npu-out-of-memory"
+    log = tmp_path / "app.log"
+    log.write_bytes(("[INFO] boot\n" * 500 + LOG + "\n").encode())
+    result = runner.invoke(app, ["ask", "--format", "json", "--file", str(log)])
+    assert json.loads(result.stdout)["results"][0]["matched"] == [LOG]
+
+
+def test_ask_missing_file_is_a_clear_error(tmp_path: Path):
+    result = runner.invoke(app, ["ask", "--file", str(tmp_path / "nope.log")])
+    assert result.exit_code == 2
+    assert "cannot read" in result.output and "Traceback" not in result.output
+
+
+def test_ask_with_each_retriever():
+    for name in ("signatures", "lexical", "dense", "hybrid"):
+        result = runner.invoke(app, ["ask", "--format", "json", "--retriever", name, LOG])
+        assert result.exit_code == 0
+        top = json.loads(result.stdout)["results"][0]
+        assert top["id"] == "socket-bind-failed"
+        assert top["retrievers"] == ([name] if name != "hybrid" else top["retrievers"])
+    assert runner.invoke(app, ["ask", "--retriever", "magic", LOG]).exit_code == 2
+
+
+def test_batch_writes_one_line_per_query_in_order(tmp_path: Path):
+    batch = tmp_path / "q.jsonl"
+    batch.write_text("\n".join([
+        json.dumps({"id": "a", "query": LOG}),
+        "not json at all",
+        json.dumps({"id": 7, "query": "午饭吃什么"}),
+        json.dumps({"id": "c", "query": "RuntimeError: NPU out of memory. Tried to allocate 1.00 GiB"}),
+    ]))
+    result = runner.invoke(app, ["ask", "--batch", str(batch)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in rows] == ["a", None, 7, "c"]
+    assert rows[0]["results"][0]["id"] == "socket-bind-failed"
+    assert "bad input line" in rows[1]["error"]
+    assert rows[2]["answered"] is False
+    assert rows[3]["results"][0]["id"] == "npu-out-of-memory"
+
+
+def test_serve_without_tokens_answers_locally_and_names_the_variables():
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 0, result.output
+    assert "lsof -i :1025" in result.stdout  # the sample log's own port
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "mindie-help ask"):
+        assert name in result.stdout
+
+
+def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
+    labelled = tmp_path / "mini.jsonl"
+    labelled.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "1", "kind": "log", "query": LOG, "expected": ["socket-bind-failed"]},
+        {"id": "2", "kind": "question_zh", "query": "GLOO_SOCKET_IFNAME 怎么设置", "expected": ["gloo-connection-refused"]},
+        {"id": "3", "kind": "offtopic", "query": "午饭吃什么", "expected": []},
+    ]))
+    result = runner.invoke(app, ["eval", "--set", str(labelled), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = {r["retriever"]: r for r in report["sets"][0]["rows"]}
+    assert set(rows) == {"signatures", "lexical", "dense", "hybrid"}
+    assert rows["hybrid"]["top1"] == 1.0 and rows["hybrid"]["offtopic_abstention"] == 1.0
+    assert rows["signatures"]["wrongly_abstained"] == 0.5  # signatures cannot answer the question
+    table = runner.invoke(app, ["eval", "--set", str(labelled)]).stdout
+    assert "| hybrid" in table and "off-topic abstention" in table

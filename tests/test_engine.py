@@ -1,0 +1,163 @@
+"""The diagnosis engine end to end, on the real corpus and the real embedding model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.engine.engine import fill
+from bot.engine.fusion import DEFAULT_PARAMS, dense_evidence, fuse, lexical_evidence
+
+SOCKET_LOG = """[2025-03-11 10:22:40.981] [7321] [INFO] [llm_manager] loading weights from /data/models/qwen2-7b
+[2025-03-11 10:22:41.118] [7321] [INFO] [llm_manager] model loaded, 8 NPUs ready
+[2025-03-11 10:22:41.502] [7321] [ERROR] [server] Socket bind failed, ip 127.0.0.1 port 1187
+[2025-03-11 10:22:41.503] [7321] [ERROR] [daemon] mindieservice_daemon exit"""
+
+OOM_TRACE = """Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/site-packages/atb_llm/runner/model_runner.py", line 212, in forward
+    logits = self.model.forward(**kwargs)
+RuntimeError: NPU out of memory. Tried to allocate 3.50 GiB (NPU 0; 60.97 GiB total capacity)"""
+
+
+def test_signature_retriever_reports_the_line_and_fills_the_port(engine):
+    answer = engine.answer(SOCKET_LOG, retriever="signatures")
+    assert answer.answered
+    top = answer.results[0]
+    assert top.id == "socket-bind-failed"
+    assert top.retrievers == ["signatures"]
+    assert top.matched_lines[0].line_no == 3
+    assert "Socket bind failed" in top.matched[0]
+    assert "lsof -i :1187" in top.commands
+
+
+def test_unfilled_placeholder_stays_visible(engine):
+    answer = engine.answer("what should I do about Socket bind failed?")
+    top = answer.results[0]
+    assert top.id == "socket-bind-failed"
+    assert "lsof -i :{port}" in top.commands
+
+
+def test_fill_only_touches_known_identifiers():
+    assert fill("lsof -i :{port}", {"port": "80"}) == "lsof -i :80"
+    assert fill('{"type": "image_url"} {model_path}', {}) == '{"type": "image_url"} {model_path}'
+
+
+def test_lexical_retriever_keeps_technical_tokens_whole(engine):
+    answer = engine.answer("GLOO_SOCKET_IFNAME 应该设置成什么", retriever="lexical")
+    assert answer.results[0].id == "gloo-connection-refused"
+    answer = engine.answer("where do I change max_input_length in run_pa.sh", retriever="lexical")
+    assert answer.results[0].id == "out-of-memory-need-block"
+
+
+def test_dense_retriever_understands_a_paraphrase(engine):
+    answer = engine.answer("the model's replies are unreadable junk characters", retriever="dense", top_k=3)
+    assert "garbled-output" in [h.id for h in answer.results]
+
+
+def test_hybrid_answers_a_traceback_with_its_commands(engine):
+    answer = engine.answer(OOM_TRACE)
+    top = answer.results[0]
+    assert top.id == "npu-out-of-memory"
+    assert "export NPU_MEMORY_FRACTION=0.96" in top.commands
+    assert set(top.retrievers) >= {"signatures", "lexical"}
+    assert 0.0 < top.confidence <= 1.0
+    assert "signature" in top.why
+
+
+def test_two_known_errors_come_back_in_log_order(engine):
+    log = OOM_TRACE + "\n[INFO] restarting\n" + SOCKET_LOG
+    answer = engine.answer(log)
+    assert [h.id for h in answer.results[:2]] == ["npu-out-of-memory", "socket-bind-failed"]
+    reverse = engine.answer(SOCKET_LOG + "\n" + OOM_TRACE)
+    assert [h.id for h in reverse.results[:2]] == ["socket-bind-failed", "npu-out-of-memory"]
+
+
+def test_error_code_resolves_to_name_and_fixing_entry(engine):
+    answer = engine.answer("[ERROR] TEXT_GENERATOR_OUT_OF_MEMORY fault happened, error code: MIE05E01000A.")
+    assert answer.results[0].id == "npu-out-of-memory"
+    assert [(c.code, c.name, c.entry) for c in answer.error_codes] == [("MIE05E01000A", "TEXT_GENERATOR_OUT_OF_MEMORY", "npu-out-of-memory")]
+
+
+def test_error_code_without_entry_gets_the_generic_one(engine):
+    answer = engine.answer("2025-05-01 12:00:00 [ERROR] generate step failed: MIE05E010003")
+    assert answer.answered
+    assert answer.results[0].id == "mindie-error-code"
+    assert answer.error_codes[0].name == "TEXT_GENERATOR_TEMP_ZERO_DIV_ERR"
+    assert "grep -rn \"MIE05E010003\" /root/mindie/log/debug" in answer.results[0].commands
+
+
+@pytest.mark.parametrize("text", [
+    "thanks, that fixed it!",
+    "午饭吃什么",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB",
+    "how do I center a div in css",
+])
+def test_off_topic_input_abstains_with_closest_topics(engine, text):
+    answer = engine.answer(text)
+    assert not answer.answered
+    assert answer.results == []
+    assert answer.confidence < engine.settings.threshold
+
+
+def test_foreign_stack_is_named_in_a_notice(engine):
+    answer = engine.answer("torch.OutOfMemoryError: CUDA out of memory on my RTX 4090, nvidia-smi shows 23GB used")
+    assert not answer.answered
+    assert any("NVIDIA / CUDA" in n for n in answer.notices)
+
+
+def test_reply_language_follows_the_query(engine):
+    zh = engine.answer("部署的时候报 Socket bind failed 是怎么回事")
+    assert zh.lang == "zh"
+    assert zh.results[0].id == "socket-bind-failed"
+    assert "端口" in zh.results[0].cause
+    en = engine.answer("deploying fails with Socket bind failed, why?")
+    assert en.lang == "en" and "port" in en.results[0].cause
+
+
+def test_empty_binary_and_huge_inputs(engine):
+    empty = engine.answer("   ")
+    assert not empty.answered and any("empty input" in n for n in empty.notices)
+    binary = engine.answer(bytes(range(256)) * 50)
+    assert not binary.answered and any("binary" in n for n in binary.notices)
+    noise = "\n".join(f"[2025-01-01 00:00:{i % 60:02d}] [INFO] heartbeat {i} ok" for i in range(40_000))
+    huge = noise + "\n" + SOCKET_LOG
+    answer = engine.answer(huge)
+    assert any("only the first" in n for n in answer.notices)
+    assert len(huge.encode()) > engine.settings.max_input_bytes
+
+
+def test_error_at_the_end_of_a_big_log_is_found(engine):
+    noise = "\n".join(f"[2025-01-01 00:00:{i % 60:02d}] [INFO] heartbeat {i} ok" for i in range(10_000))
+    answer = engine.answer(noise + "\n" + OOM_TRACE)
+    assert answer.results[0].id == "npu-out-of-memory"
+    assert answer.results[0].matched_lines[0].line_no == 10_000 + 4
+
+
+def test_fusion_is_a_bounded_monotone_noisy_or():
+    sig = np.array([0.0, 1.0, 0.5, 0.0])
+    lex = lexical_evidence(np.array([0.0, 2.0, 10.0, 40.0]))
+    den = dense_evidence(np.array([-1.0, 0.2, 0.6, 0.95]))
+    fused = fuse(sig, lex, den)
+    assert np.all((fused >= 0) & (fused <= 1))
+    assert fused[0] == 0.0 and fused[1] == pytest.approx(1.0)
+    stronger = fuse(sig, lex, dense_evidence(np.array([-1.0, 0.2, 0.7, 0.95])))
+    assert stronger[2] > fused[2]
+    assert lexical_evidence(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+    assert dense_evidence(np.array([DEFAULT_PARAMS.dense_floor, DEFAULT_PARAMS.dense_ceiling])).tolist() == [0.0, 1.0]
+
+
+def test_json_contract(engine):
+    payload = engine.answer(SOCKET_LOG, query_id="q1").contract()
+    assert set(payload) >= {"id", "answered", "lang", "results"}
+    assert payload["id"] == "q1" and payload["answered"] is True and payload["lang"] == "en"
+    hit = payload["results"][0]
+    assert set(hit) == {"id", "title", "score", "confidence", "cause", "fix", "commands", "matched", "retrievers"}
+    assert isinstance(hit["fix"], str) and hit["fix"].startswith("1. ")
+    assert all(isinstance(c, str) for c in hit["commands"])
+
+
+def test_status_reports_model_and_index(engine):
+    status = engine.status()
+    assert status["entries"] >= 42
+    assert status["dense"].startswith("ready")
+    assert status["index"]["dim"] == 384

