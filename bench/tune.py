@@ -16,7 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.engine import dense as dense_mod  # noqa: E402
-from bot.engine.engine import FOREIGN_PENALTY, STRONG_SIGNATURE, Engine  # noqa: E402
+from bot.engine.engine import EXPLAINED_AWAY, FOREIGN_PENALTY, STRONG_SIGNATURE, Engine  # noqa: E402
 from bot.engine.fusion import DEFAULT_PARAMS, dense_evidence, fuse, lexical_evidence  # noqa: E402
 from bot.engine.normalize import prepare  # noqa: E402
 from bot.evaluation import load_queries  # noqa: E402
@@ -35,7 +35,8 @@ def raw_scores(engine: Engine, text: str):
     readable = dense_mod.readability(engine.dense.model, p.focus)
     cos = engine.dense.index.scores(engine.embed(p.focus)) if readable > 0 else np.full(n, -1.0, dtype=np.float32)
     foreign = engine.scope.foreign_label(p.text) is not None and float(sig.max(initial=0.0)) < STRONG_SIGNATURE
-    return sig, lex, cos, readable, foreign
+    explained = p.is_log and float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
+    return sig, lex, cos, readable, (foreign, explained)
 
 
 def main() -> None:
@@ -46,19 +47,21 @@ def main() -> None:
         cached.append((q, *raw_scores(engine, q.query)))
     ids = [e.id for e in engine.entries]
     grid = {
-        "lexical_half": [3.0, 4.0, 5.0, 7.0, 9.0],
-        "relative_lexical": [0.2, 0.5, 0.8],
-        "dense_floor": [0.3, 0.35, 0.4, 0.45],
+        "lexical_half": [3.0, 5.0, 7.0],
+        "relative_lexical": [0.5, 0.8],
+        "dense_floor": [0.35, 0.4, 0.45],
         "dense_ceiling": [0.7, 0.8, 0.9],
-        "w_lexical": [0.75, 0.9],
+        "w_lexical": [0.6, 0.75, 0.9],
         "w_dense": [0.75, 0.9],
+        "w_lexical_alone": [0.75, 0.85, 0.95],
     }
     best = []
     for values in itertools.product(*grid.values()):
         params = replace(DEFAULT_PARAMS, **dict(zip(grid, values)))
         fused_all = []
-        for q, sig, lex, cos, readable, foreign in cached:
-            fused = fuse(sig, lexical_evidence(lex, params), dense_evidence(cos, params) * readable, params)
+        for q, sig, lex, cos, readable, (foreign, explained) in cached:
+            fused = fuse(sig, lexical_evidence(lex, params), dense_evidence(cos, params) * readable, params, readable=readable)
+            fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY) if explained else fused
             fused = fused * FOREIGN_PENALTY if foreign else fused
             fused_all.append((q, fused))
         for threshold in (0.35, 0.4, 0.45, 0.5, 0.55, 0.6):

@@ -50,8 +50,20 @@ def test_lexical_retriever_keeps_technical_tokens_whole(engine):
 
 
 def test_dense_retriever_understands_a_paraphrase(engine):
-    answer = engine.answer("the model's replies are unreadable junk characters", retriever="dense", top_k=3)
-    assert "garbled-output" in [h.id for h in answer.results]
+    """No word of the query is in the entry's title; the embedding still ranks it first."""
+    cosines = engine.dense.index.scores(engine.embed("the model's replies are unreadable junk characters"))
+    ranked = [engine.entries[i].id for i in np.argsort(-cosines)[:3]]
+    assert ranked[0] == "garbled-output", ranked
+
+
+def test_dense_ignores_what_the_model_cannot_read(engine):
+    """The English model reads Chinese as [UNK]: such a query gets no dense evidence at all."""
+    from bot.engine.dense import readability
+
+    assert readability(engine.dense.model, "午饭吃什么") == 0.0
+    assert readability(engine.dense.model, "Socket bind failed") == 1.0
+    answer = engine.answer("午饭吃什么", retriever="dense")
+    assert not answer.answered and answer.confidence == 0.0
 
 
 def test_hybrid_answers_a_traceback_with_its_commands(engine):

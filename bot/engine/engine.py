@@ -33,6 +33,8 @@ GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of 
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
 FOREIGN_PENALTY = 0.5  # confidence kept when the paste is plainly another stack's problem
+EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the log
+SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise, not candidates
 
 
 @dataclass
@@ -108,11 +110,15 @@ class Engine:
         lex_raw = self.lexical.scores(focus) if "lexical" in use else np.zeros(n, dtype=np.float32)
         lex = lexical_evidence(lex_raw, self.params)
         den = np.zeros(n, dtype=np.float32)
+        readable = 0.0 if "dense" in use else 1.0  # no dense evidence: lexical speaks alone
         if "dense" in use and self.dense.index is not None:
             readable = dense_mod.readability(self.dense.model, focus)
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
-        fused = fuse(sig, lex, den, self.params)
+        fused = fuse(sig, lex, den, self.params, readable=readable)
+        if prepared.is_log and float(sig.max(initial=0.0)) >= STRONG_SIGNATURE:
+            # The log's error is recognised: candidates no signature saw in it are far less likely causes.
+            fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
         foreign = self.scope.foreign_label(prepared.text)
         if foreign and float(sig.max(initial=0.0)) < STRONG_SIGNATURE:
             fused = fused * FOREIGN_PENALTY
@@ -126,7 +132,9 @@ class Engine:
         confidence = max((s.confidence for s in scored), default=0.0)
         answered = bool(scored) and confidence >= self.settings.threshold
         lang = prepared.lang
-        hits = [self._hit(s, sig_matches, prepared, lang) for s in scored if s.confidence > 0.0] if answered else []
+        # Runners-up are shown with their own confidence, but not when they are barely evidence at all.
+        floor = SECONDARY_FLOOR * self.settings.threshold
+        hits = [self._hit(s, sig_matches, prepared, lang) for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
         suggestions = [] if answered else [self.entries[i].title.get(lang) for i in np.argsort(-fused)[:3] if fused[i] > 0.05]
         return Answer(
             id=query_id,

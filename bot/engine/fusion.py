@@ -16,11 +16,15 @@ class FusionParams:
     # Tuned on eval/queries.jsonl only (bench/tune.py); eval/holdout.jsonl checks they generalise.
     lexical_half: float = 5.0  # BM25 score at which lexical evidence reaches 0.5
     dense_floor: float = 0.40  # cosine at or below which dense evidence is 0
-    dense_ceiling: float = 0.80  # cosine at or above which dense evidence is 1
+    dense_ceiling: float = 0.90  # cosine at or above which dense evidence is 1
     w_signatures: float = 1.0
     w_lexical: float = 0.75
-    w_dense: float = 0.9
+    w_dense: float = 0.75
     relative_lexical: float = 0.5  # share of lexical evidence that depends on rank within this query
+    # When the embedding model cannot read the query (Chinese under an English model), lexical search is the
+    # only retriever that understands it, so its evidence weighs more: w_lexical at full readability,
+    # w_lexical_alone at none.
+    w_lexical_alone: float = 0.9
 
 
 DEFAULT_PARAMS = FusionParams()
@@ -40,7 +44,10 @@ def dense_evidence(cosine: np.ndarray, params: FusionParams = DEFAULT_PARAMS) ->
     return np.clip((cosine - params.dense_floor) / span, 0.0, 1.0)
 
 
-def fuse(signatures: np.ndarray, lexical: np.ndarray, dense: np.ndarray, params: FusionParams = DEFAULT_PARAMS) -> np.ndarray:
+def fuse(
+    signatures: np.ndarray, lexical: np.ndarray, dense: np.ndarray, params: FusionParams = DEFAULT_PARAMS, readable: float = 1.0
+) -> np.ndarray:
     """Noisy-OR of the weighted evidence: every input and output lies in [0, 1]."""
-    miss = (1.0 - params.w_signatures * signatures) * (1.0 - params.w_lexical * lexical) * (1.0 - params.w_dense * dense)
+    w_lexical = params.w_lexical + (params.w_lexical_alone - params.w_lexical) * (1.0 - readable)
+    miss = (1.0 - params.w_signatures * signatures) * (1.0 - w_lexical * lexical) * (1.0 - params.w_dense * dense)
     return np.clip(1.0 - miss, 0.0, 1.0)
