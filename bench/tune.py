@@ -15,7 +15,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.engine import dense as dense_mod  # noqa: E402
 from bot.engine.engine import EXPLAINED_AWAY, FOREIGN_PENALTY, STRONG_SIGNATURE, Engine  # noqa: E402
 from bot.engine.fusion import DEFAULT_PARAMS, dense_evidence, fuse, lexical_evidence  # noqa: E402
 from bot.engine.normalize import prepare  # noqa: E402
@@ -32,7 +31,7 @@ def raw_scores(engine: Engine, text: str):
     for eid, m in matches.items():
         sig[engine.position[eid]] = m.score
     lex = engine.lexical.scores(p.focus)
-    readable = dense_mod.readability(engine.dense.model, p.focus)
+    readable = engine.dense.embedder.readability(p.focus)
     cos = engine.dense.index.scores(engine.embed(p.focus)) if readable > 0 else np.full(n, -1.0, dtype=np.float32)
     foreign = engine.scope.foreign_label(p.text) is not None and float(sig.max(initial=0.0)) < STRONG_SIGNATURE
     explained = p.is_log and float(sig.max(initial=0.0)) >= STRONG_SIGNATURE

