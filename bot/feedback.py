@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bot.engine.normalize import clean, is_error_line, mask
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS votes (
     answer_id   TEXT NOT NULL,
@@ -46,22 +48,13 @@ CREATE INDEX IF NOT EXISTS unanswered_fp ON unanswered (fingerprint);
 
 # --- normalisation and fingerprints ---------------------------------------------------------------
 
-_SLACK_MARKUP = re.compile(r"<[@#!][^>]*>")
-_LINK = re.compile(r"<((?:https?|mailto)[^|>]*)(?:\|[^>]*)?>")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
-_DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 
 
 def normalise_query(text: str) -> str:
-    """Case-, width-, markup- and number-insensitive form of a query (so the same error from two logs groups)."""
-    text = unicodedata.normalize("NFKC", text or "")
-    text = _SLACK_MARKUP.sub(" ", text)
-    text = _LINK.sub(r"\1", text)
-    text = text.replace("```", " ").replace("`", " ")
-    text = _TIMESTAMP.sub(" ", text)
-    text = _DIGITS.sub("0", text)
-    return _SPACE.sub(" ", text).strip().lower()
+    """Width-, case-, markup- and number-insensitive form of a query, so the same error from two logs groups.
+    It is the engine's own clean-up (Slack markup, ANSI) and masking (timestamps, numbers, paths, addresses)."""
+    return mask(clean(unicodedata.normalize("NFKC", text or ""))).lower()
 
 
 def fingerprint(text: str) -> str:
@@ -94,7 +87,6 @@ _REDACTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b[A-Za-z0-9+/]{40,}={0,2}"), "<blob>"),
     (re.compile(r"\b\d{7,}\b"), "<n>"),
 ]
-_INTERESTING = re.compile(r"(?i)error|exception|traceback|fail|fatal|denied|refused|not found|报错|错误|失败|异常|\bMIE\d")
 
 
 def redact(text: str) -> str:
@@ -106,7 +98,7 @@ def redact(text: str) -> str:
 def excerpt(text: str, limit: int = 200) -> str:
     """A short redacted excerpt: the first error-looking lines, else the first lines of the query."""
     lines = [ln.strip() for ln in (text or "").replace("\r", "\n").split("\n") if ln.strip() and ln.strip() != "```"]
-    picked = [ln for ln in lines if _INTERESTING.search(ln)][:2] or lines[:2]
+    picked = [ln for ln in lines if is_error_line(ln)][:2] or lines[:2]
     out = redact(" ⏎ ".join(ln[:limit] for ln in picked))
     out = _SPACE.sub(" ", out).strip()
     return out if len(out) <= limit else out[: limit - 1] + "…"

@@ -69,6 +69,10 @@ class Prepared:
         return mask("\n".join(prose[:3] + parts))[:4000]
 
 
+def is_error_line(line: str) -> bool:
+    return _ERROR_LINE.search(line) is not None
+
+
 def focus_line_indices(prepared: Prepared, limit: int = 12) -> list[int]:
     """First error, final exception line, and the error lines between, capped at limit (FAQ: read the first error)."""
     errors = prepared.error_lines
