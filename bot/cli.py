@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from bot.corpus.loader import CorpusError
+from bot.engine.normalize import read_head_and_tail
 from bot.logs import setup_logging
 from bot.settings import PROJECT_ROOT, Settings, get_settings
 
@@ -55,20 +56,25 @@ def _engine(settings: Settings, progress: bool = False, rebuild: bool = False):
         raise typer.Exit(2) from None
 
 
-def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> bytes | str:
-    if file is not None:
-        try:
-            with file.open("rb") as fh:
-                return fh.read(max_bytes + 1)  # the engine cuts at max_bytes and says so
-        except OSError as exc:
-            err.print(f"cannot read {file}: {exc.strerror}")
-            raise typer.Exit(2) from None
-    if text == "-" or (text is None and not sys.stdin.isatty()):
-        return sys.stdin.buffer.read(max_bytes + 1)
-    if text is None:
+def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> tuple[bytes | str, list[str]]:
+    """The query and a note on what was left out; files and stdin of any size are read in bounded memory."""
+    if text is None and file is None and sys.stdin.isatty():
         err.print('give a query: mindie-help ask "TEXT", mindie-help ask - (stdin) or --file app.log')
         raise typer.Exit(2)
-    return text
+    if file is None and text not in (None, "-"):
+        return text, []
+    try:
+        if file is not None:
+            with file.open("rb") as fh:
+                data, size = read_head_and_tail(fh, max_bytes)
+        else:
+            data, size = read_head_and_tail(sys.stdin.buffer, max_bytes)
+    except OSError as exc:
+        err.print(f"cannot read {file}: {exc.strerror}")
+        raise typer.Exit(2) from None
+    name = file.name if file is not None else "input"
+    cut = [f"{name} is {size:,} bytes; only its first and last {max_bytes // 2:,} were read"] if size > max_bytes else []
+    return data, cut
 
 
 @app.command()
@@ -93,9 +99,11 @@ def ask(
     if batch is not None:
         _ask_batch(settings, batch, top, retriever)
         return
-    query = _read_query(text, file, settings.max_input_bytes)
+    query, cut = _read_query(text, file, settings.max_input_bytes)
     engine = _engine(settings)
     answer = engine.answer(query, top_k=top or None, retriever=retriever)
+    if cut:
+        answer = answer.model_copy(update={"notices": cut + answer.notices})
     if fmt == "json":
         sys.stdout.write(json.dumps(answer.contract(), ensure_ascii=False, indent=2) + "\n")
     else:

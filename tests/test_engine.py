@@ -130,10 +130,17 @@ def test_empty_binary_and_huge_inputs(engine):
     binary = engine.answer(bytes(range(256)) * 50)
     assert not binary.answered and any("binary" in n for n in binary.notices)
     noise = "\n".join(f"[2025-01-01 00:00:{i % 60:02d}] [INFO] heartbeat {i} ok" for i in range(40_000))
-    huge = noise + "\n" + SOCKET_LOG
-    answer = engine.answer(huge)
-    assert any("only the first" in n for n in answer.notices)
+    huge = OOM_TRACE + "\n" + noise + "\n" + noise + "\n" + SOCKET_LOG
     assert len(huge.encode()) > engine.settings.max_input_bytes
+    answer = engine.answer(huge)
+    assert any("only its first and last" in n for n in answer.notices)
+    # the first error and the last one both survive the cut, in the order they occurred
+    assert [h.id for h in answer.results[:2]] == ["npu-out-of-memory", "socket-bind-failed"]
+
+
+def test_a_log_with_nothing_wrong_in_it_gets_no_answer(engine):
+    quiet = "\n".join(f"[2025-01-01 00:00:{i % 60:02d}] [INFO] heartbeat ok" for i in range(20_000))
+    assert not engine.answer(quiet).answered
 
 
 def test_error_at_the_end_of_a_big_log_is_found(engine):

@@ -47,11 +47,30 @@ def test_masking_hides_variable_parts():
     assert "GiB" in masked and "ip" in masked and "path" in masked
 
 
-def test_huge_input_is_cut_with_a_notice():
-    prepared = prepare("x" * 3_000_000, max_bytes=1_000_000)
-    assert len(prepared.text.encode()) <= 1_000_000
-    assert prepared.truncated_bytes == 2_000_000
-    assert any("only the first 1,000,000" in n for n in prepared.notices)
+def test_huge_input_keeps_its_head_and_tail_with_a_notice():
+    text = "FIRST ERROR\n" + "x" * 3_000_000 + "\nFINAL EXCEPTION"
+    prepared = prepare(text, max_bytes=1_000_000)
+    assert len(prepared.text.encode()) <= 1_000_100
+    assert prepared.text.startswith("FIRST ERROR") and prepared.text.endswith("FINAL EXCEPTION")
+    assert "bytes omitted by mindie-help" in prepared.text
+    assert prepared.truncated_bytes == len(text) - 1_000_000
+    assert any("only its first and last 500,000" in n for n in prepared.notices)
+
+
+def test_streams_are_read_in_bounded_memory_keeping_head_and_tail():
+    import io
+
+    from bot.engine.normalize import head_and_tail, read_head_and_tail
+
+    for size in (0, 10, 999, 1000, 1001, 5000, 123_457):
+        data = bytes(i % 251 for i in range(size))
+        kept, total = read_head_and_tail(io.BytesIO(data), 1000, chunk=97)
+        assert total == size
+        assert kept == head_and_tail(data, 1000)
+        if size > 1000:
+            assert kept.startswith(data[:500]) and kept.endswith(data[-500:])
+        else:
+            assert kept == data
 
 
 def test_binary_input_is_handled():

@@ -20,7 +20,8 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every entry, in corpus order (zeros when no query term is known)."""
-        tokens = [t for t in tokenize(query) if t in self._vocab]
+        # Each term counts once: a log repeating one line ten thousand times must not outweigh a real error.
+        tokens = list(dict.fromkeys(t for t in tokenize(query) if t in self._vocab))
         if not tokens:
             return np.zeros(len(self.ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)

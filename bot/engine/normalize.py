@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 # Slack mrkdwn escapes and markup (https://api.slack.com/reference/surfaces/formatting)
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n?")
@@ -61,12 +62,16 @@ class Prepared:
     @property
     def focus(self) -> str:
         """Text the lexical and dense retrievers read: the error lines of a log, or the whole question."""
-        if not self.is_log or not self.error_lines:
+        if not self.is_log:
             return mask(self.text)[:4000]
+        prose = [ln for ln in self.lines if ln.strip() and not _LOG_LINE.search(ln)]
+        if not self.error_lines:  # a log with nothing wrong in it: only the user's own words and its last lines
+            tail = [ln for ln in self.lines if ln.strip()][-5:]
+            return mask("\n".join(prose[:3] + tail))[:4000]
         chosen = focus_line_indices(self)
         parts = [self.lines[i] for i in chosen]
-        prose = [ln for ln in self.lines if ln.strip() and not _LOG_LINE.search(ln) and _CJK.search(ln)]
-        return mask("\n".join(prose[:3] + parts))[:4000]
+        asked = [ln for ln in prose if _CJK.search(ln)]
+        return mask("\n".join(asked[:3] + parts))[:4000]
 
 
 def is_error_line(line: str) -> bool:
@@ -146,6 +151,37 @@ def looks_like_log(text: str) -> bool:
     return log_like >= 3 or (log_like >= 2 and errorish >= 1)
 
 
+OMITTED = "[... {n:,} bytes omitted by mindie-help ...]"
+
+
+def _join(head: bytes, tail: bytes, omitted: int) -> bytes:
+    return head + b"\n" + OMITTED.format(n=omitted).encode() + b"\n" + tail
+
+
+def head_and_tail(data: bytes, max_bytes: int) -> bytes:
+    """The first and last halves of max_bytes: a long log keeps both its first error and its final exception."""
+    if len(data) <= max_bytes:
+        return data
+    half = max_bytes // 2
+    return _join(data[:half], data[-half:], len(data) - 2 * half)
+
+
+def read_head_and_tail(stream: BinaryIO, max_bytes: int, chunk: int = 1 << 16) -> tuple[bytes, int]:
+    """Read a stream of any size in bounded memory, keeping what head_and_tail keeps; also return its size."""
+    half = max_bytes // 2
+    head, tail, total = bytearray(), bytearray(), 0
+    while block := stream.read(chunk):
+        total += len(block)
+        take = max_bytes - len(head)  # the whole input may still fit: fill the head first
+        head += block[:take]
+        tail += block[take:]
+        if len(tail) > max_bytes:  # only the last `half` bytes of the rest can matter
+            del tail[: len(tail) - half]
+    if total <= max_bytes:
+        return bytes(head), total
+    return _join(bytes(head[:half]), (bytes(head) + bytes(tail))[-half:], total - 2 * half), total
+
+
 def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
     text, binary = decode_input(data)
     notices: list[str] = []
@@ -153,8 +189,8 @@ def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
     encoded = text.encode("utf-8", errors="replace")
     if len(encoded) > max_bytes:
         truncated = len(encoded) - max_bytes
-        text = encoded[:max_bytes].decode("utf-8", errors="ignore")
-        notices.append(f"input was {len(encoded):,} bytes; only the first {max_bytes:,} were read")
+        text = head_and_tail(encoded, max_bytes).decode("utf-8", errors="ignore")
+        notices.append(f"input was {len(encoded):,} bytes; only its first and last {max_bytes // 2:,} were read")
     if binary:
         notices.append("input looks binary; only its readable text was used")
     is_log = looks_like_log(text)

@@ -281,11 +281,7 @@ class SlackBot:
         log.error(kv("listener_error", error=type(error).__name__, body_type=(body or {}).get("type")), exc_info=error)
 
     def ask(self, text: str) -> Answer:
-        """Call the engine (serialised: one diagnosis at a time), with the input capped to max_input_bytes."""
-        data = text.encode("utf-8")
-        limit = self.settings.max_input_bytes
-        if len(data) > limit:
-            text = data[:limit].decode("utf-8", errors="ignore")
+        """Call the engine (serialised: one diagnosis at a time); it caps the input itself and says so."""
         with self._engine_lock:
             return self.engine.answer(text)
 
@@ -348,7 +344,7 @@ class SlackBot:
             if f.skipped:
                 notes.append(bk.label(lang, "file_skipped", name=bk.inline_code(f.name), reason=bk.esc(f.skipped)))
             elif f.truncated:
-                notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes // 1024))
+                notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes // 2048))
         return notes
 
     @staticmethod

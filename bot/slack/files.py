@@ -8,6 +8,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from bot.engine.normalize import read_head_and_tail
+
 TEXT_EXTENSIONS = (
     ".log", ".txt", ".out", ".err", ".trace", ".text", ".json", ".yaml", ".yml", ".ini", ".cfg", ".conf",
     ".csv", ".md", ".py", ".sh", ".toml", ".xml",
@@ -115,25 +117,12 @@ def download_text(
             content_type = (response.headers.get("Content-Type") or "").lower()
             if content_type.startswith("text/html"):
                 return FileText(name, skipped="Slack returned a web page instead of the file (check the files:read scope)")
-            chunks: list[bytes] = []
-            size = 0
-            truncated = False
-            while size <= max_bytes:
-                chunk = response.read(min(_CHUNK, max_bytes + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            data = b"".join(chunks)
-            if len(data) > max_bytes:
-                data, truncated = data[:max_bytes], True
+            data, size = read_head_and_tail(response, max_bytes, _CHUNK)
+            truncated = size > max_bytes
     except urllib.error.HTTPError as exc:
         return FileText(name, skipped=f"download failed (HTTP {exc.code})")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return FileText(name, skipped=f"download failed ({type(exc).__name__})")
     if is_binary(data):
         return FileText(name, skipped="binary content")
-    declared = info.get("size")
-    if isinstance(declared, int) and declared > max_bytes:
-        truncated = True
     return FileText(name, text=decode_text(data), truncated=truncated)
