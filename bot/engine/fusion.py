@@ -20,7 +20,7 @@ class FusionParams:
     w_signatures: float = 1.0
     w_lexical: float = 0.75
     w_dense: float = 0.75
-    relative_lexical: float = 0.5  # share of lexical evidence that depends on rank within this query
+    relative_lexical: float = 0.8  # share of lexical evidence that depends on rank within this query
     # When the embedding model cannot read the query (Chinese under an English model), lexical search is the
     # only retriever that understands it, so its evidence weighs more: w_lexical at full readability,
     # w_lexical_alone at none.
