@@ -107,7 +107,7 @@ def setup_logging(level: str = "INFO", as_json: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    quiet = ("sentence_transformers", "transformers", "urllib3", "filelock", "jieba", "bm25s", "httpx", "slack_sdk", "slack_bolt")
+    quiet = ("sentence_transformers", "transformers", "urllib3", "filelock", "jieba", "bm25s", "httpx", "slack_sdk", "slack_bolt", "faiss")
     if logging.getLevelName(level) > logging.DEBUG:
         for noisy in quiet:  # slack_sdk logs request details at DEBUG; keep them out unless asked
             logging.getLogger(noisy).setLevel(logging.WARNING)
