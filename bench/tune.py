@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.engine.engine import EXPLAINED_AWAY, FOREIGN_PENALTY, STRONG_SIGNATURE, Engine  # noqa: E402
+from bot.engine.engine import Engine  # noqa: E402
 from bot.engine.fusion import DEFAULT_PARAMS, dense_evidence, fuse, lexical_evidence  # noqa: E402
 from bot.engine.normalize import prepare  # noqa: E402
 from bot.evaluation import load_queries  # noqa: E402
@@ -23,6 +23,7 @@ from bot.settings import Settings  # noqa: E402
 
 
 def raw_scores(engine: Engine, text: str):
+    """What tuning varies over: raw BM25 scores and cosines (before they become evidence)."""
     p = prepare(text)
     n = len(engine.entries)
     sig = np.zeros(n, dtype=np.float32)
@@ -33,9 +34,7 @@ def raw_scores(engine: Engine, text: str):
     lex = engine.lexical.scores(p.focus)
     readable = engine.dense.embedder.readability(p.focus)
     cos = engine.dense.index.scores(engine.embed(p.focus)) if readable > 0 else np.full(n, -1.0, dtype=np.float32)
-    foreign = engine.scope.foreign_label(p.text) is not None and float(sig.max(initial=0.0)) < STRONG_SIGNATURE
-    explained = p.is_log and float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
-    return sig, lex, cos, readable, (foreign, explained)
+    return p, sig, lex, cos, readable
 
 
 def main() -> None:
@@ -58,10 +57,9 @@ def main() -> None:
     for values in itertools.product(*grid.values()):
         params = replace(DEFAULT_PARAMS, **dict(zip(grid, values)))
         fused_all = []
-        for q, sig, lex, cos, readable, (foreign, explained) in cached:
+        for q, prepared, sig, lex, cos, readable in cached:
             fused = fuse(sig, lexical_evidence(lex, params), dense_evidence(cos, params) * readable, params, readable=readable)
-            fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY) if explained else fused
-            fused = fused * FOREIGN_PENALTY if foreign else fused
+            fused = engine._calibrate(fused, prepared, sig, [])
             fused_all.append((q, fused))
         for threshold in (0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
             on = top1 = off = off_ok = abst = 0

@@ -11,7 +11,7 @@ import re2
 import yaml
 
 from bot.corpus.check import check_corpus
-from bot.corpus.loader import CorpusError, load_corpus
+from bot.corpus.loader import load_corpus
 from bot.engine.signatures import SignatureIndex
 from tests.conftest import CORPUS, FACTS, ROOT
 

@@ -109,8 +109,7 @@ def test_onnx_export_gives_the_same_vectors_and_a_torch_free_start(small_corpus:
 
     import numpy as np
 
-    from bot.engine.embedders import OnnxEmbedder, SentenceTransformerEmbedder
-    from bot.engine.dense import resolve_model
+    from bot.engine.embedders import OnnxEmbedder
     from tests.conftest import ROOT
 
     index = tmp_path / "emb"

@@ -47,6 +47,16 @@ class DenseState:
 
 
 @dataclass
+class Evidence:
+    sig_matches: dict[str, EntryMatch]
+    sightings: list[CodeSighting]
+    signatures: np.ndarray
+    lexical: np.ndarray
+    dense: np.ndarray
+    readable: float
+
+
+@dataclass
 class Scored:
     position: int
     confidence: float
@@ -100,31 +110,9 @@ class Engine:
                           notices=notices + ["empty input: paste an error, a log or a question"], retriever=retriever)
 
         use = {"signatures", "lexical", "dense"} if retriever == "hybrid" else {retriever}
-        n = len(self.entries)
-        sig_matches = self.signatures.match(prepared.lines) if "signatures" in use else {}
-        sightings = self.codes.find(prepared.lines)
-        if "signatures" in use:
-            self._add_code_matches(sig_matches, sightings)
-        sig = np.zeros(n, dtype=np.float32)
-        for entry_id, match in sig_matches.items():
-            sig[self.position[entry_id]] = match.score
-        focus = prepared.focus
-        lex_raw = self.lexical.scores(focus) if "lexical" in use else np.zeros(n, dtype=np.float32)
-        lex = lexical_evidence(lex_raw, self.params)
-        den = np.zeros(n, dtype=np.float32)
-        readable = 0.0 if "dense" in use else 1.0  # no dense evidence: lexical speaks alone
-        if "dense" in use and self.dense.index is not None:
-            readable = self.dense.embedder.readability(focus)
-            if readable > 0.0:  # trust the embedding only as far as the model could read the query
-                den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
-        fused = fuse(sig, lex, den, self.params, readable=readable)
-        if prepared.is_log and float(sig.max(initial=0.0)) >= STRONG_SIGNATURE:
-            # The log's error is recognised: candidates no signature saw in it are far less likely causes.
-            fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
-        foreign = self.scope.foreign_label(prepared.text)
-        if foreign and float(sig.max(initial=0.0)) < STRONG_SIGNATURE:
-            fused = fused * FOREIGN_PENALTY
-            notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
+        ev = self._evidence(prepared, use)
+        sig_matches, sig, lex, den = ev.sig_matches, ev.signatures, ev.lexical, ev.dense
+        fused = self._calibrate(fuse(sig, lex, den, self.params, readable=ev.readable), prepared, sig, notices)
 
         order = self._order(fused, sig_matches)
         scored = [
@@ -145,10 +133,42 @@ class Engine:
             confidence=round(confidence, 4),
             results=hits,
             suggestions=suggestions,
-            error_codes=[self._code_out(s, lang) for s in sightings],
+            error_codes=[self._code_out(s, lang) for s in ev.sightings],
             notices=notices,
             retriever=retriever,
         )
+
+    def _evidence(self, prepared: Prepared, use: set[str]) -> "Evidence":
+        """Each retriever's evidence for every entry, in [0, 1]; retrievers not in use give zeros."""
+        n = len(self.entries)
+        sig_matches = self.signatures.match(prepared.lines) if "signatures" in use else {}
+        sightings = self.codes.find(prepared.lines)
+        if "signatures" in use:
+            self._add_code_matches(sig_matches, sightings)
+        sig = np.zeros(n, dtype=np.float32)
+        for entry_id, match in sig_matches.items():
+            sig[self.position[entry_id]] = match.score
+        focus = prepared.focus
+        lex = lexical_evidence(self.lexical.scores(focus), self.params) if "lexical" in use else np.zeros(n, dtype=np.float32)
+        den = np.zeros(n, dtype=np.float32)
+        readable = 0.0 if "dense" in use else 1.0  # no dense evidence: lexical speaks alone
+        if "dense" in use and self.dense.index is not None:
+            readable = self.dense.embedder.readability(focus)
+            if readable > 0.0:  # trust the embedding only as far as the model could read the query
+                den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
+        return Evidence(sig_matches, sightings, sig, lex, den, readable)
+
+    def _calibrate(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
+        """What the retrievers cannot know: a recognised log explains away other candidates, and another
+        stack's paste is not MindIE's problem."""
+        recognised = float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
+        if prepared.is_log and recognised:
+            fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
+        foreign = self.scope.foreign_label(prepared.text)
+        if foreign and not recognised:
+            fused = fused * FOREIGN_PENALTY
+            notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
+        return fused
 
     def embed(self, text: str) -> np.ndarray:
         return self.dense.embedder.encode([text])[0]
