@@ -34,7 +34,7 @@ GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of 
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
 FOREIGN_PENALTY = 0.5  # confidence kept when the paste is plainly another stack's problem
-EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the log
+EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the error
 SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise, not candidates
 
 
@@ -159,10 +159,10 @@ class Engine:
         return Evidence(sig_matches, sightings, sig, lex, den, readable)
 
     def _calibrate(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
-        """What the retrievers cannot know: a recognised log explains away other candidates, and another
+        """What the retrievers cannot know: a recognised error explains away other candidates, and another
         stack's paste is not MindIE's problem."""
         recognised = float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
-        if prepared.is_log and recognised:
+        if recognised:
             fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
         foreign = self.scope.foreign_label(prepared.text)
         if foreign and not recognised:
