@@ -195,7 +195,10 @@ def corpus_check(
 
 @app.command("eval")
 def evaluate(
-    queries: list[Path] = typer.Option([PROJECT_ROOT / "eval" / "queries.jsonl"], "--set", help="labelled JSONL file(s)"),
+    queries: list[Path] = typer.Option(
+        [PROJECT_ROOT / "eval" / name for name in ("queries.jsonl", "holdout.jsonl", "unseen.jsonl")],
+        "--set", help="labelled JSONL file(s); default: the development, held-out and unseen sets",
+    ),
     fmt: str = typer.Option("table", "--format", help="table or json"),
 ) -> None:
     """Top-1, top-3, MRR, abstention and latency for each retriever and the hybrid, side by side."""
