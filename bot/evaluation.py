@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -102,7 +101,3 @@ def format_table(report: dict) -> str:
                 for m in hybrid["misses"]))
         lines.append("")
     return "\n".join(lines)
-
-
-def dumps(report: dict) -> str:
-    return json.dumps(report, ensure_ascii=False, indent=2)

@@ -36,7 +36,8 @@ class CodeResolver:
         """Known codes in order of first appearance, each once."""
         seen: dict[str, CodeSighting] = {}
         for line_no, line in enumerate(lines):
-            if "MIE" not in line.upper() and "_" not in line and "ECC" not in line.upper():
+            upper = line.upper()
+            if "MIE" not in upper and "_" not in line and "ECC" not in upper:  # cheap skip for the common line
                 continue
             for found in self._finder.finditer(line[:8000]):
                 token = found.group(1)

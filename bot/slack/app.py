@@ -25,7 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 from slack_sdk.webhook import WebhookClient
 
 from bot.engine.models import Answer
-from bot.engine.normalize import looks_like_log
+from bot.engine.normalize import detect_lang, looks_like_log
 from bot.feedback import FeedbackStore, excerpt, fingerprint
 from bot.settings import Settings
 from bot.slack import blocks as bk
@@ -45,7 +45,6 @@ MIN_AUTO_CHARS = 12  # shorter channel messages are chit-chat; they never reach 
 THREAD_CONTEXT_CHARS = 25  # a mention shorter than this in a thread is answered with the thread's first message
 ANSWERED_THREAD_TTL = 7 * 24 * 3600.0
 SHARE_TTL = 24 * 3600.0
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _HELP_WORDS = {"help", "-h", "--help", "usage", "?", "hi", "hello", "hey", "帮助", "用法", "你好", "您好"}
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
@@ -75,7 +74,8 @@ class _QuietBoltWarnings(logging.Filter):
 
 
 def guess_lang(text: str) -> str:
-    return "zh" if _CJK.search(text or "") else "en"
+    """The language of messages the bot writes itself (usage, errors): the engine's own rule, so they agree."""
+    return detect_lang((text or "").split("\n"))
 
 
 def retry_handlers() -> list:
