@@ -82,6 +82,33 @@ def test_two_known_errors_come_back_in_log_order(engine):
     assert [h.id for h in reverse.results[:2]] == ["socket-bind-failed", "npu-out-of-memory"]
 
 
+def test_a_consequence_does_not_outrank_the_error_that_caused_it(engine):
+    # A failed stream synchronize only reports an earlier asynchronous failure; alone it points at the
+    # async-debugging entry, but the ECC fault recognised next to it is the error to show first.
+    sync = "RuntimeError: ACL stream synchronize failed, error code:507015"
+    assert engine.answer(sync).results[0].id == "async-error-locate"
+    both = engine.answer(sync + "\nRuntimeError: HBM MULTI BIT ECC ERROR on device 6")
+    assert both.results[0].id != "async-error-locate"
+    assert "async-error-locate" in [h.id for h in both.results]
+
+
+def test_hanging_requests_with_oom_are_the_no_response_entry(engine):
+    for text in (
+        "service started fine but every request just hangs, model log says out of memory",
+        "服务拉起成功，请求一直不返回，模型侧日志有 out of memory",
+    ):
+        answer = engine.answer(text)
+        assert answer.results[0].id == "service-no-response", text
+        assert "signatures" in answer.results[0].retrievers
+
+
+def test_undecoded_bpe_output_is_recognised_as_garbled(engine):
+    answer = engine.answer('{"generated_text": "ĠçļĦ æĺ¯ ĠĠ ï¼Į Ċ Ċ"}')
+    assert answer.results[0].id == "garbled-output"
+    # ordinary accented prose is not mojibake
+    assert engine.answer("café déjà vu, résumé naïve").answered is False
+
+
 def test_error_code_resolves_to_name_and_fixing_entry(engine):
     answer = engine.answer("[ERROR] TEXT_GENERATOR_OUT_OF_MEMORY fault happened, error code: MIE05E01000A.")
     assert answer.results[0].id == "npu-out-of-memory"
@@ -101,6 +128,7 @@ def test_error_code_without_entry_gets_the_generic_one(engine):
     "午饭吃什么",
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB",
     "how do I center a div in css",
+    'my C homework segfaults:\nint *p; scanf("%d", p);\nSegmentation fault (core dumped)',
 ])
 def test_off_topic_input_abstains_with_closest_topics(engine, text):
     answer = engine.answer(text)

@@ -33,7 +33,7 @@ RETRIEVERS: tuple[Retriever, ...] = ("hybrid", "signatures", "lexical", "dense")
 GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of their own
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
-FOREIGN_PENALTY = 0.5  # confidence kept when the paste is plainly another stack's problem
+FOREIGN_PENALTY = 0.4  # confidence kept when the paste is plainly another stack's problem
 EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the error
 SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise, not candidates
 
