@@ -1,6 +1,6 @@
 """Grid-search the fusion parameters and threshold on the development set only (eval/queries.jsonl).
 
-The holdout set (eval/holdout.jsonl) is never read here, so its figures stay an honest estimate.
+No other set in eval/ is read here; eval/README.md says which of them is still an honest estimate.
 Usage: python bench/tune.py
 """
 

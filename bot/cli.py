@@ -196,8 +196,8 @@ def corpus_check(
 @app.command("eval")
 def evaluate(
     queries: list[Path] = typer.Option(
-        [PROJECT_ROOT / "eval" / name for name in ("queries.jsonl", "holdout.jsonl", "unseen.jsonl")],
-        "--set", help="labelled JSONL file(s); default: the development, held-out and unseen sets",
+        [PROJECT_ROOT / "eval" / name for name in ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl")],
+        "--set", help="labelled JSONL file(s); default: every set in eval/ (see its README)",
     ),
     fmt: str = typer.Option("table", "--format", help="table or json"),
 ) -> None:

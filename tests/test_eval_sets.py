@@ -10,7 +10,14 @@ from bot.corpus.loader import load_corpus
 from bot.evaluation import load_queries
 from tests.conftest import CORPUS, ROOT
 
-SETS = ["queries.jsonl", "holdout.jsonl", "unseen.jsonl"]
+SETS = sorted(p.name for p in (ROOT / "eval").glob("*.jsonl"))
+
+
+def test_eval_runs_every_set_by_default():
+    from bot.cli import evaluate
+
+    default = evaluate.__defaults__[0].default
+    assert sorted(p.name for p in default) == SETS
 
 
 @pytest.mark.parametrize("name", SETS)

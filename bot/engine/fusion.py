@@ -13,7 +13,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class FusionParams:
-    # Tuned on eval/queries.jsonl only (bench/tune.py); eval/holdout.jsonl checks they generalise.
+    # Tuned on eval/queries.jsonl only (bench/tune.py); eval/README.md says which set is still an honest estimate.
     lexical_half: float = 5.0  # BM25 score at which lexical evidence reaches 0.5
     dense_floor: float = 0.40  # cosine at or below which dense evidence is 0
     dense_ceiling: float = 0.90  # cosine at or above which dense evidence is 1
