@@ -100,6 +100,9 @@ def test_hanging_requests_with_oom_are_the_no_response_entry(engine):
         answer = engine.answer(text)
         assert answer.results[0].id == "service-no-response", text
         assert "signatures" in answer.results[0].retrievers
+    # hanging while the weights load, then out of memory, is the load-time OOM
+    for text in ("loading weights is stuck at 60% and then out of memory", "加载权重卡住，然后报 out of memory"):
+        assert engine.answer(text).results[0].id == "model-load-out-of-memory", text
 
 
 def test_undecoded_bpe_output_is_recognised_as_garbled(engine):
