@@ -193,10 +193,14 @@ def corpus_check(
     out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures")
 
 
+# Every labelled set; eval/README.md says which are development data and which is still an honest estimate.
+EVAL_SETS = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl")
+
+
 @app.command("eval")
 def evaluate(
     queries: list[Path] = typer.Option(
-        [PROJECT_ROOT / "eval" / name for name in ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl")],
+        [PROJECT_ROOT / "eval" / name for name in EVAL_SETS],
         "--set", help="labelled JSONL file(s); default: every set in eval/ (see its README)",
     ),
     fmt: str = typer.Option("table", "--format", help="table or json"),
