@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -167,6 +169,17 @@ def test_empty_binary_and_huge_inputs(engine):
     assert any("only its first and last" in n for n in answer.notices)
     # the first error and the last one both survive the cut, in the order they occurred
     assert [h.id for h in answer.results[:2]] == ["npu-out-of-memory", "socket-bind-failed"]
+
+
+def test_random_bytes_are_not_answered_but_a_log_inside_them_is(engine):
+    junk = [random.Random(seed).randbytes(300_000) for seed in (1, 2, 3)]
+    for data in junk:
+        answer = engine.answer(data)
+        assert not answer.answered and any("binary" in n for n in answer.notices)
+    crashed = junk[0] + b"\n" + SOCKET_LOG.encode() + b"\n" + b"\x00" * 4096
+    answer = engine.answer(crashed)
+    assert answer.results[0].id == "socket-bind-failed"
+    assert "lsof -i :1187" in answer.results[0].commands
 
 
 def test_a_log_with_nothing_wrong_in_it_gets_no_answer(engine):

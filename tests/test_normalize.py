@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from bot.engine.normalize import clean, detect_lang, focus_line_indices, looks_like_log, mask, prepare
 
 
@@ -77,6 +79,16 @@ def test_binary_input_is_handled():
     prepared = prepare(bytes(range(256)) * 100)
     assert prepared.was_binary
     assert any("binary" in n for n in prepared.notices)
+
+
+def test_binary_input_keeps_only_its_readable_strings():
+    junk = random.Random(7).randbytes(200_000)
+    # a crash log padded with NULs, with random bytes around it: the log lines survive, the junk does not
+    data = junk + b"\n[ERROR] Socket bind failed \xe7\xab\xaf\xe5\x8f\xa3\n" + b"\x00" * 64 + junk
+    prepared = prepare(data)
+    assert prepared.was_binary
+    assert "[ERROR] Socket bind failed 端口" in prepared.lines
+    assert all(ch.isascii() or "\u3000" <= ch for ch in prepared.text)  # no stray Latin letters from junk
 
 
 def test_empty_and_whitespace_input():

@@ -17,6 +17,9 @@ _LABELLED_LINK = re.compile(r"<((?:https?|mailto|file|ftp)[^|>\s]*)\|([^>]*)>")
 _BARE_LINK = re.compile(r"<((?:https?|mailto|file|ftp)[^>\s]*)>")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What `strings` would keep of a binary paste: runs of printable ASCII, CJK and full-width punctuation. Stray
+# Latin letters that random bytes decode to would otherwise read as garbled model output.
+_READABLE_RUN = re.compile(r"[\t\x20-\x7e\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]{4,}")
 
 _ERROR_LINE = re.compile(
     r"ERROR|Error|error[:\]]|Exception|Traceback|FAIL|[Ff]ail(?:ed|ure)?\b|\bfault\b|core ?dump|Segmentation fault|"
@@ -62,6 +65,8 @@ class Prepared:
     @property
     def focus(self) -> str:
         """Text the lexical and dense retrievers read: the error lines of a log, or the whole question."""
+        if self.was_binary:  # the readable strings of random bytes hold chance words; trust only error lines
+            return mask("\n".join(self.lines[i] for i in focus_line_indices(self)))[:4000]
         if not self.is_log:
             return mask(self.text)[:4000]
         prose = [ln for ln in self.lines if ln.strip() and not _LOG_LINE.search(ln)]
@@ -104,6 +109,11 @@ def decode_input(data: str | bytes) -> tuple[str, bool]:
     sample = data[:8192]
     binary = "\x00" in sample or (bool(sample) and len(_CONTROL.findall(sample)) / len(sample) > 0.1)
     return data, binary
+
+
+def readable_runs(text: str) -> str:
+    """The readable strings of a binary paste, one per line."""
+    return "\n".join(_READABLE_RUN.findall(text))
 
 
 def clean_slack(text: str) -> str:
@@ -184,6 +194,8 @@ def read_head_and_tail(stream: BinaryIO, max_bytes: int, chunk: int = 1 << 16) -
 
 def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
     text, binary = decode_input(data)
+    if binary:
+        text = readable_runs(text)
     notices: list[str] = []
     truncated = 0
     encoded = text.encode("utf-8", errors="replace")
