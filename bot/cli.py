@@ -13,7 +13,7 @@ from rich.console import Console
 from bot.corpus.loader import CorpusError
 from bot.engine.normalize import read_head_and_tail
 from bot.logs import setup_logging
-from bot.settings import PROJECT_ROOT, Settings, get_settings
+from bot.settings import PROJECT_ROOT, ConfigError, Settings, get_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose MindIE errors from logs and questions.")
 corpus_app = typer.Typer(no_args_is_help=True, help="Validate the knowledge base.")
@@ -39,8 +39,18 @@ See docs/slack-setup.md. Meanwhile try the engine locally:
   mindie-help ask --file app.log"""
 
 
+def _read_settings() -> Settings:
+    try:
+        return get_settings()
+    except ConfigError as exc:
+        err.print("The configuration is invalid; fix these environment variables and try again:", markup=False)
+        for problem in exc.problems:
+            err.print(f"  {problem}", markup=False)
+        raise typer.Exit(2) from None
+
+
 def _settings() -> Settings:
-    settings = get_settings()
+    settings = _read_settings()
     setup_logging(settings.log_level, settings.log_json)
     return settings
 
@@ -180,7 +190,7 @@ def corpus_check(
     """Validate every corpus file; print problems as FILE: field.path: what is wrong."""
     from bot.corpus.check import check_corpus
 
-    settings = get_settings()
+    settings = _read_settings()
     if facts is None:
         default = PROJECT_ROOT / "tests" / "data" / "faq_commands"
         facts = default if default.exists() else None

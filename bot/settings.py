@@ -6,7 +6,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+import logging
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +48,13 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_json: bool = True
 
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.upper() not in logging.getLevelNamesMapping():
+            raise ValueError("must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return value.upper()
+
     @field_validator("auto_reply_channels", "answer_bot_ids", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
@@ -57,6 +66,38 @@ class Settings(BaseSettings):
         return self.slack_bot_token is not None and (self.slack_app_token is not None or self.slack_signing_secret is not None)
 
 
+class ConfigError(Exception):
+    """The environment holds a value the bot cannot use; one line per bad variable, secrets never echoed."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _variables() -> dict[str, tuple[str, bool]]:
+    """Field or alias name as pydantic reports it -> (environment variable, is it a secret)."""
+    found = {}
+    for name, info in Settings.model_fields.items():
+        secret = info.annotation == SecretStr | None
+        alias = info.validation_alias
+        variable = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"MINDIE_HELP_{name.upper()}"
+        found[name] = found[variable] = (variable, secret)
+    return found
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    variables = _variables()
+    problems = []
+    for error in exc.errors():
+        variable, secret = variables.get(str(error["loc"][0]) if error["loc"] else "", ("", True))
+        shown = "" if secret else f" (got {error['input']!r})"
+        problems.append(f"{variable or 'configuration'}: {error['msg']}{shown}")
+    return problems
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None

@@ -111,3 +111,27 @@ def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
     assert rows["signatures"]["wrongly_abstained"] == 0.5  # signatures cannot answer the question
     table = runner.invoke(app, ["eval", "--set", str(labelled)]).stdout
     assert "| hybrid" in table and "off-topic abstention" in table
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("MINDIE_HELP_TOP_K", "abc"), ("MINDIE_HELP_THRESHOLD", "7"), ("MINDIE_HELP_LOG_LEVEL", "LOUD"), ("MINDIE_HELP_LOG_JSON", "maybe"),
+])
+def test_malformed_configuration_is_a_clear_error(monkeypatch, variable: str, value: str):
+    monkeypatch.setenv(variable, value)
+    for args in (["ask", "hello"], ["corpus", "check"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "configuration is invalid" in result.output and variable in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_configuration_errors_never_echo_a_secret():
+    from pydantic import ValidationError
+
+    from bot.settings import Settings, _describe
+
+    with pytest.raises(ValidationError) as caught:
+        Settings(SLACK_BOT_TOKEN=12345678, top_k="x")
+    problems = _describe(caught.value)
+    assert any(p.startswith("SLACK_BOT_TOKEN:") for p in problems)
+    assert not any("12345678" in p for p in problems)
