@@ -180,7 +180,13 @@ def serve(
     if (problem := config_problem(settings, http)) is not None:
         err.print(problem, markup=False)
         raise typer.Exit(2)
-    run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
+    from bot.feedback import FeedbackStoreError
+
+    try:
+        run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
+    except FeedbackStoreError as exc:
+        err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
+        raise typer.Exit(2) from None
 
 
 @corpus_app.command("check")
@@ -230,10 +236,15 @@ def evaluate(
 @feedback_app.command("report")
 def feedback_report() -> None:
     """Per-entry helpful/unhelpful counts and the queries the bot could not answer."""
-    from bot.feedback import FeedbackStore
+    from bot.feedback import FeedbackStore, FeedbackStoreError
 
     settings = _settings()
-    out.print(FeedbackStore(settings.feedback_db).report(), markup=False)
+    try:
+        with FeedbackStore(settings.feedback_db) as store:
+            out.print(store.report(), markup=False)
+    except FeedbackStoreError as exc:
+        err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

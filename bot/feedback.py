@@ -123,20 +123,32 @@ class Gap:
     suggestions: str
 
 
+class FeedbackStoreError(Exception):
+    """The feedback database cannot be opened (bad path, not a database); nothing was written to it."""
+
+
 class FeedbackStore:
     """Thread-safe; every write is its own committed transaction (WAL, synchronous=FULL)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=15.0, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA busy_timeout=15000")
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=15.0, check_same_thread=False, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise FeedbackStoreError(f"cannot open the feedback store {self.path}: {exc}") from None
+        try:
+            # journal_mode reads the file first, so a file that is not a database fails here, unchanged
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA busy_timeout=15000")
+            with self._lock:
+                self._conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise FeedbackStoreError(f"cannot open the feedback store {self.path}: {exc}") from None
 
     def close(self) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,12 @@ def _env(monkeypatch, engine_settings, engine):
     for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
         monkeypatch.delenv(name, raising=False)
     get_settings.cache_clear()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     yield
     get_settings.cache_clear()
+    # the CLI points logging at the runner's captured stderr, which is closed once the test ends
+    root.handlers[:], root.level = handlers, level
 
 
 def test_ask_json_follows_the_contract():
@@ -135,3 +140,19 @@ def test_configuration_errors_never_echo_a_secret():
     problems = _describe(caught.value)
     assert any(p.startswith("SLACK_BOT_TOKEN:") for p in problems)
     assert not any("12345678" in p for p in problems)
+
+
+@pytest.mark.parametrize("command", [["feedback", "report"], ["serve", "--http", "--port", "3999"]])
+def test_a_feedback_file_that_is_not_a_database_is_refused_untouched(monkeypatch, tmp_path: Path, command: list[str]):
+    not_a_db = tmp_path / "votes.sqlite3"
+    not_a_db.write_bytes(b"team notes, not a database\n" * 10)
+    before = not_a_db.read_bytes()
+    monkeypatch.setenv("MINDIE_HELP_FEEDBACK_DB", str(not_a_db))
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    monkeypatch.setenv("MINDIE_HELP_SLACK_API_URL", "http://127.0.0.1:9/api/")  # nothing may reach Slack
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2, result.output
+    assert "cannot open the feedback store" in result.output and "not a database" in result.output
+    assert not_a_db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["votes.sqlite3"]  # no -wal/-shm left beside it
