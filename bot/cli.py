@@ -222,11 +222,22 @@ def evaluate(
     fmt: str = typer.Option("table", "--format", help="table or json"),
 ) -> None:
     """Top-1, top-3, MRR, abstention and latency for each retriever and the hybrid, side by side."""
-    from bot.evaluation import format_table, run_evaluation
+    from bot.evaluation import format_table, load_queries, run_evaluation
 
+    if fmt not in ("table", "json"):
+        err.print("--format must be table or json")
+        raise typer.Exit(2)
     settings = _settings()
+    try:  # every set is read before the model loads, so a typo fails fast
+        sets = {path: load_queries(path) for path in queries}
+    except OSError as exc:
+        err.print(f"cannot read {exc.filename}: {exc.strerror}", markup=False)
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        err.print(f"bad labelled set: {exc}", markup=False)
+        raise typer.Exit(2) from None
     engine = _engine(settings)
-    report = run_evaluation(engine, queries)
+    report = run_evaluation(engine, sets)
     if fmt == "json":
         out.print_json(data=report)
     else:

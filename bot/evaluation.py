@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from bot.engine.engine import RETRIEVERS, Engine
 
@@ -21,13 +21,19 @@ class LabelledQuery(BaseModel):
 
 
 def load_queries(path: Path) -> list[LabelledQuery]:
+    """Raises OSError when unreadable, ValueError naming the file and line when malformed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 items.append(LabelledQuery.model_validate_json(line))
-            except ValueError as exc:
-                raise ValueError(f"{path}:{n}: {exc}") from None
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"{path}:{n}: {problems}") from None
     return items
 
 
@@ -73,10 +79,9 @@ def evaluate_retriever(engine: Engine, queries: list[LabelledQuery], retriever: 
     }
 
 
-def run_evaluation(engine: Engine, paths: list[Path]) -> dict:
+def run_evaluation(engine: Engine, sets: dict[Path, list[LabelledQuery]]) -> dict:
     report: dict = {"status": engine.status(), "sets": []}
-    for path in paths:
-        queries = load_queries(path)
+    for path, queries in sets.items():
         rows = [evaluate_retriever(engine, queries, r) for r in ORDER if r in RETRIEVERS]
         report["sets"].append({"file": str(path), "rows": rows})
     return report

@@ -118,6 +118,21 @@ def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
     assert "| hybrid" in table and "off-topic abstention" in table
 
 
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read"),
+    (b'{"id": "1", "kind": "log", "query": "x"}\n{broken\n', "bad.jsonl:2: line: Invalid JSON"),
+    (b'{"id": 1, "query": "x"}\n', "bad.jsonl:1: id: Input should be a valid string; kind: Field required"),
+    (b"\xf5\x00\x81 binary", "bad.jsonl: not UTF-8 text"),
+])
+def test_eval_reports_a_bad_labelled_set_clearly(tmp_path: Path, content: bytes | None, message: str):
+    path = tmp_path / "bad.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    result = runner.invoke(app, ["eval", "--set", str(path)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
 @pytest.mark.parametrize(("variable", "value"), [
     ("MINDIE_HELP_TOP_K", "abc"), ("MINDIE_HELP_THRESHOLD", "7"), ("MINDIE_HELP_LOG_LEVEL", "LOUD"), ("MINDIE_HELP_LOG_JSON", "maybe"),
 ])
