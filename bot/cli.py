@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -53,6 +53,11 @@ def _settings() -> Settings:
     settings = _read_settings()
     setup_logging(settings.log_level, settings.log_json)
     return settings
+
+
+def _refuse_feedback_store(exc: Exception) -> NoReturn:
+    err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
+    raise typer.Exit(2) from None
 
 
 def _engine(settings: Settings, progress: bool = False, rebuild: bool = False):
@@ -185,8 +190,7 @@ def serve(
     try:
         run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
     except FeedbackStoreError as exc:
-        err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
-        raise typer.Exit(2) from None
+        _refuse_feedback_store(exc)
 
 
 @corpus_app.command("check")
@@ -254,8 +258,7 @@ def feedback_report() -> None:
         with FeedbackStore(settings.feedback_db) as store:
             out.print(store.report(), markup=False)
     except FeedbackStoreError as exc:
-        err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
-        raise typer.Exit(2) from None
+        _refuse_feedback_store(exc)
 
 
 def main() -> None:

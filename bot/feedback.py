@@ -133,22 +133,21 @@ class FeedbackStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        conn = None
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=15.0, check_same_thread=False, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise FeedbackStoreError(f"cannot open the feedback store {self.path}: {exc}") from None
-        try:
+            conn = sqlite3.connect(str(self.path), timeout=15.0, check_same_thread=False, isolation_level=None)
             # journal_mode reads the file first, so a file that is not a database fails here, unchanged
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA busy_timeout=15000")
-            with self._lock:
-                self._conn.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            self._conn.close()
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=15000")
+            conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            if conn is not None:
+                conn.close()
             raise FeedbackStoreError(f"cannot open the feedback store {self.path}: {exc}") from None
+        self._conn = conn
 
     def close(self) -> None:
         with self._lock:
