@@ -100,12 +100,16 @@ def _final_exception_index(prepared: Prepared) -> int | None:
     return None
 
 
+def looks_binary(data: bytes) -> bool:
+    """A NUL, or more than 10 % control bytes, in the first 8 KB."""
+    sample = data[:8192]
+    return b"\x00" in sample or (bool(sample) and sum(b < 9 or 13 < b < 32 for b in sample) / len(sample) > 0.1)
+
+
 def decode_input(data: str | bytes) -> tuple[str, bool]:
     """Decode bytes leniently; report whether the input looked binary."""
     if isinstance(data, bytes):
-        sample = data[:8192]
-        binary = b"\x00" in sample or (sample and sum(b < 9 or 13 < b < 32 for b in sample) / len(sample) > 0.1)
-        return data.decode("utf-8", errors="replace"), bool(binary)
+        return data.decode("utf-8", errors="replace"), looks_binary(data)
     sample = data[:8192]
     binary = "\x00" in sample or (bool(sample) and len(_CONTROL.findall(sample)) / len(sample) > 0.1)
     return data, binary

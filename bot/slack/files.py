@@ -8,7 +8,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from bot.engine.normalize import read_head_and_tail
+from bot.engine.normalize import looks_binary, read_head_and_tail
 
 TEXT_EXTENSIONS = (
     ".log", ".txt", ".out", ".err", ".trace", ".text", ".json", ".yaml", ".yml", ".ini", ".cfg", ".conf",
@@ -57,16 +57,6 @@ def looks_textual(info: dict[str, Any]) -> bool:
     if name.endswith(TEXT_EXTENSIONS) or filetype in TEXT_FILETYPES:
         return True
     return mimetype.startswith("text/") or mimetype in ("application/json", "application/x-yaml", "application/xml")
-
-
-def is_binary(data: bytes) -> bool:
-    sample = data[:8192]
-    if not sample:
-        return False
-    if b"\x00" in sample:
-        return True
-    control = sum(1 for b in sample if b < 9 or 13 < b < 32)
-    return control / len(sample) > 0.10
 
 
 def decode_text(data: bytes) -> str:
@@ -123,6 +113,6 @@ def download_text(
         return FileText(name, skipped=f"download failed (HTTP {exc.code})")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return FileText(name, skipped=f"download failed ({type(exc).__name__})")
-    if is_binary(data):
+    if looks_binary(data):
         return FileText(name, skipped="binary content")
     return FileText(name, text=decode_text(data), truncated=truncated)

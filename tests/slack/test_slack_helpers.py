@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from bot.engine.normalize import looks_binary
 from bot.settings import Settings
 from bot.slack import files
 from bot.slack.dedupe import Cooldown, Deduper, TTLCache
@@ -61,7 +62,7 @@ def test_kv_format():
 def test_file_helpers():
     assert files.looks_textual({"name": "app.log"}) and files.looks_textual({"name": "x", "mode": "snippet"})
     assert not files.looks_textual({"name": "shot.png", "mimetype": "image/png", "filetype": "png"})
-    assert files.is_binary(b"\x89PNG\r\n\x1a\n\x00\x00") and not files.is_binary("日志 ERROR".encode())
+    assert looks_binary(b"\x89PNG\r\n\x1a\n\x00\x00") and not looks_binary("日志 ERROR".encode())
     assert files.decode_text("错误".encode("gb18030")) == "错误"
     assert files.decode_text("ab错".encode()[:-1]) == "ab"
     assert files.host_allowed("https://files.slack.com/files-pri/T1-F1/a.log", set())
