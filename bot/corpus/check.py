@@ -54,7 +54,7 @@ def _signature_problems(entry: Entry, shown: str, index: SignatureIndex) -> list
         out.append(Problem(shown, "signatures", "entry names an error message but has no signature to recognise it"))
     if entry.signatures and len(entry.examples) < MIN_EXAMPLES:
         out.append(Problem(shown, "examples", f"an entry with signatures needs at least {MIN_EXAMPLES} examples"))
-    for i, example in enumerate(entry.examples):
+    for i, example in enumerate(entry.example_logs):
         matches = index.match(example.splitlines())
         own = matches[entry.id].score if entry.id in matches else 0.0
         if own == 0.0:

@@ -10,10 +10,12 @@ import re2
 import yaml
 from pydantic import ValidationError
 
-from bot.corpus.schema import Entry, ErrorCodeRow, ErrorCodeTable, Scope
+from bot.corpus.schema import CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
 
 ERROR_CODES_FILE = "error-codes.yaml"
 SCOPE_FILE = "scope.yaml"
+FAMILIES_FILE = "families.yaml"
+CATALOGUE_DIR = "codes"  # one file per vendor code system
 MAX_FILE_BYTES = 1_000_000
 
 
@@ -49,10 +51,13 @@ class Corpus:
     files: dict[str, str]  # entry id -> display path of its file
     codes: list[ErrorCodeRow] = field(default_factory=list)
     scope: Scope = field(default_factory=Scope)
+    families: list[Family] = field(default_factory=list)
+    catalogues: list[CodeCatalogue] = field(default_factory=list)
     digest: str = ""
 
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.entries}
+        self.family_by_id = {f.id: f for f in self.families}
         self.code_by_value = {c.code: c for c in self.codes}
         self.code_by_name = {c.name: c for c in self.codes}
 
@@ -121,6 +126,15 @@ def _check_patterns(entry: Entry, shown: str, problems: list[Problem]) -> None:
             problems.append(Problem(shown, f"signatures.{i}.pattern", message))
 
 
+def _family_problems(table: FamilyTable, shown: str) -> list[Problem]:
+    return [
+        Problem(shown, f"families.{i}.detect.{j}", message)
+        for i, family in enumerate(table.families)
+        for j, pattern in enumerate(family.detect)
+        if (message := _pattern_problem(pattern)) is not None
+    ]
+
+
 def _scope_problems(scope: Scope, shown: str) -> list[Problem]:
     return [
         Problem(shown, f"{kind}.{i}.pattern", message)
@@ -140,6 +154,8 @@ def load_corpus(root: Path) -> Corpus:
     files: dict[str, str] = {}
     codes: list[ErrorCodeRow] = []
     scope = Scope()
+    families: list[Family] = []
+    catalogues: list[tuple[str, CodeCatalogue]] = []
     digest = hashlib.sha256()
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     for path in paths:
@@ -156,6 +172,21 @@ def load_corpus(root: Path) -> Corpus:
                 codes = list(ErrorCodeTable.model_validate(data).codes)
             except ValidationError as exc:
                 problems.extend(_validation_problems(shown, exc))
+            continue
+        if path.parent.name == CATALOGUE_DIR and path.parent.parent == root:
+            try:
+                catalogues.append((shown, CodeCatalogue.model_validate(data)))
+            except ValidationError as exc:
+                problems.extend(_validation_problems(shown, exc))
+            continue
+        if path.name == FAMILIES_FILE and path.parent == root:
+            try:
+                table = FamilyTable.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(_validation_problems(shown, exc))
+            else:
+                families = list(table.families)
+                problems.extend(_family_problems(table, shown))
             continue
         if path.name == SCOPE_FILE:
             try:
@@ -179,9 +210,38 @@ def load_corpus(root: Path) -> Corpus:
     if not entries and not problems:
         problems.append(Problem(_display(root, root.parent), "", "no entries found (*.yaml)"))
     _check_references(entries, files, codes, root, problems)
+    _check_families(entries, files, families, catalogues, root, problems)
     if problems:
         raise CorpusError(problems)
-    return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, digest=digest.hexdigest())
+    return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, families=families,
+                  catalogues=[c for _, c in catalogues], digest=digest.hexdigest())
+
+
+def _check_families(entries: list[Entry], files: dict[str, str], families: list[Family],
+                    catalogues: list[tuple[str, CodeCatalogue]], root: Path, problems: list[Problem]) -> None:
+    """Every family an entry or a code names exists; every code an entry is named for exists; no code twice."""
+    family_ids = {f.id for f in families}
+    shown_families = f"{root.name}/{FAMILIES_FILE}"
+    if len(family_ids) != len(families):
+        problems.append(Problem(shown_families, "families", "a family id is listed twice"))
+    for entry in entries:
+        if entry.family is not None and entry.family not in family_ids:
+            problems.append(Problem(files[entry.id], "family", f"unknown family '{entry.family}' (see {shown_families})"))
+    known = set(files)
+    seen: dict[str, str] = {}
+    for shown, catalogue in catalogues:
+        for i, prefix in enumerate(catalogue.prefixes):
+            if prefix.family is not None and prefix.family not in family_ids:
+                problems.append(Problem(shown, f"prefixes.{i}.family", f"unknown family '{prefix.family}'"))
+        for i, row in enumerate(catalogue.codes):
+            key = f"{catalogue.system}:{row.code.upper()}"
+            if key in seen:
+                problems.append(Problem(shown, f"codes.{i}.code", f"duplicate code '{row.code}' (also in {seen[key]})"))
+            seen[key] = shown
+            if row.family is not None and row.family not in family_ids:
+                problems.append(Problem(shown, f"codes.{i}.family", f"unknown family '{row.family}'"))
+            if row.entry is not None and row.entry not in known:
+                problems.append(Problem(shown, f"codes.{i}.entry", f"unknown entry id '{row.entry}'"))
 
 
 def _check_references(entries: list[Entry], files: dict[str, str], codes: list[ErrorCodeRow], root: Path, problems: list[Problem]) -> None:

@@ -27,6 +27,11 @@ class Component(str, Enum):
     MOTOR_PD = "Motor/PD"
     MULTIMODAL = "Multimodal"
     INSTALL = "Install"
+    CANN = "CANN"
+    HCCL = "HCCL"
+    NPU = "NPU/Driver"
+    FRAMEWORK = "PyTorch/torch_npu"
+    VLLM_ASCEND = "vllm-ascend"
 
 
 class Bilingual(Strict):
@@ -71,6 +76,19 @@ class Command(Strict):
 class Signature(Strict):
     pattern: NonEmpty = Field(description="RE2 regex searched in each log line")
     weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    # A consequence (e.g. "TBE ... main process disappeared", "Start mindie server fail") follows some other
+    # failure: it is recognised, but it cannot outrank an earlier error line that nothing recognised.
+    role: Literal["root", "consequence"] = "root"
+
+
+HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://\S+$")]
+
+
+class Example(Strict):
+    """A log as a real user pasted it, with the public thread it comes from."""
+
+    log: NonEmpty
+    url: HttpsUrl
 
 
 class Entry(Strict):
@@ -84,10 +102,19 @@ class Entry(Strict):
     commands: list[Command] = Field(default_factory=list)
     errors: list[NonEmpty] = Field(default_factory=list, description="exact error messages, verbatim")
     signatures: list[Signature] = Field(default_factory=list)
-    examples: list[NonEmpty] = Field(default_factory=list)
+    examples: list[NonEmpty | Example] = Field(default_factory=list)
+    family: EntryId | None = Field(None, description="triage family id from families.yaml")
     questions: BilingualPhrases = Field(default_factory=BilingualPhrases)
     keywords: list[NonEmpty] = Field(default_factory=list)
     related: list[EntryId] = Field(default_factory=list)
+
+    @property
+    def example_logs(self) -> list[str]:
+        return [e.log if isinstance(e, Example) else e for e in self.examples]
+
+    @property
+    def real_examples(self) -> list[Example]:
+        return [e for e in self.examples if isinstance(e, Example)]
 
     @field_validator("related")
     @classmethod
@@ -120,3 +147,51 @@ class Scope(Strict):
 
     foreign: list[ScopeRule] = Field(default_factory=list)
     domain: list[ScopeRule] = Field(default_factory=list)
+
+
+class Family(Strict):
+    """A family of problems (HCCL, device visibility, ...): how to recognise it and its first triage steps,
+    used when the exact error is not in the knowledge base."""
+
+    id: EntryId
+    title: Bilingual
+    summary: Bilingual = Field(description="what errors of this family usually mean, one or two sentences")
+    detect: list[NonEmpty] = Field(min_length=1, description="RE2 regexes; a line matching one belongs to the family")
+    triage: BilingualSteps
+    commands: list[Command] = Field(default_factory=list)
+    source: NonEmpty
+
+
+class FamilyTable(Strict):
+    families: list[Family] = Field(min_length=1)
+
+
+CatalogueSystem = Literal["mindie", "cann", "acl"]
+
+
+class CodePrefix(Strict):
+    """What a code's leading characters say when the code itself is not catalogued (MIE04 = MindIE Server)."""
+
+    prefix: NonEmpty
+    module: Bilingual
+    family: EntryId | None = None
+
+
+class CatalogueCode(Strict):
+    code: NonEmpty
+    name: str | None = None
+    module: NonEmpty
+    family: EntryId | None = None
+    entry: EntryId | None = None
+    meaning: Bilingual
+    source: NonEmpty
+
+
+class CodeCatalogue(Strict):
+    """One vendor code system (MindIE MIE0x, CANN E[A-Z]dddd, ACL return codes) as data."""
+
+    system: CatalogueSystem
+    title: Bilingual
+    source: NonEmpty
+    prefixes: list[CodePrefix] = Field(default_factory=list)
+    codes: list[CatalogueCode] = Field(default_factory=list)
