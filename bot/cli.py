@@ -214,7 +214,7 @@ def corpus_check(
 
 
 # Every labelled set; eval/README.md says which are development data and which is still an honest estimate.
-EVAL_SETS = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl")
+EVAL_SETS = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl", "realworld.jsonl")
 
 
 @app.command("eval")
@@ -226,14 +226,14 @@ def evaluate(
     fmt: str = typer.Option("table", "--format", help="table or json"),
 ) -> None:
     """Top-1, top-3, MRR, abstention and latency for each retriever and the hybrid, side by side."""
-    from bot.evaluation import format_table, load_queries, run_evaluation
+    from bot.evaluation import format_table, load_set, run_evaluation
 
     if fmt not in ("table", "json"):
         err.print("--format must be table or json")
         raise typer.Exit(2)
     settings = _settings()
     try:  # every set is read before the model loads, so a typo fails fast
-        sets = {path: load_queries(path) for path in queries}
+        sets = {path: load_set(path) for path in queries}
     except OSError as exc:
         err.print(f"cannot read {exc.filename}: {exc.strerror}", markup=False)
         raise typer.Exit(2) from None

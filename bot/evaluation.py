@@ -1,14 +1,23 @@
-"""`mindie-help eval`: each retriever alone and the hybrid, side by side, on a labelled query set."""
+"""`mindie-help eval`: each retriever alone and the hybrid, side by side, on labelled sets.
+
+Two kinds of set: FAQ-written sets (`expected` entry ids; they show regressions) and real-world sets (reports
+copied from public threads, labelled from the thread's resolution with `markers` a right answer must contain;
+they show what a support channel would see)."""
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from bot.corpus.schema import Entry
+from bot.engine.calibration import reliability
 from bot.engine.engine import RETRIEVERS, Engine
+from bot.engine.models import Answer
 
 ORDER = ("signatures", "lexical", "dense", "hybrid")
 
@@ -20,7 +29,24 @@ class LabelledQuery(BaseModel):
     expected: list[str] = Field(default_factory=list)
 
 
-def load_queries(path: Path) -> list[LabelledQuery]:
+class RealCase(BaseModel):
+    """A real report from a public thread, labelled from that thread's resolution (never from the corpus)."""
+
+    id: str
+    url: str
+    kind: Literal["diagnosable", "undiagnosable", "offtopic"]
+    theme: str
+    family: str | None = None
+    lang: Literal["en", "zh"]
+    query: str = Field(min_length=1)
+    markers: list[str] = Field(default_factory=list, description="any one in the top answer makes it right")
+    resolution: str = ""
+
+
+Item = TypeVar("Item", LabelledQuery, RealCase)
+
+
+def _load(path: Path, model: type[Item]) -> list[Item]:
     """Raises OSError when unreadable, ValueError naming the file and line when malformed."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -30,11 +56,47 @@ def load_queries(path: Path) -> list[LabelledQuery]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                items.append(LabelledQuery.model_validate_json(line))
+                items.append(model.model_validate_json(line))
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
                 raise ValueError(f"{path}:{n}: {problems}") from None
     return items
+
+
+def load_queries(path: Path) -> list[LabelledQuery]:
+    return _load(path, LabelledQuery)
+
+
+def load_cases(path: Path) -> list[RealCase]:
+    return _load(path, RealCase)
+
+
+def is_real_world(path: Path) -> bool:
+    return path.name.startswith("realworld")
+
+
+def load_set(path: Path) -> list[LabelledQuery] | list[RealCase]:
+    return load_cases(path) if is_real_world(path) else load_queries(path)
+
+
+def entry_text(entry: Entry) -> str:
+    """Everything a reply built from this entry can show, in both languages, for marker matching."""
+    parts = [entry.title.en, entry.title.zh, entry.symptom.en, entry.symptom.zh, entry.cause.en, entry.cause.zh,
+             *entry.fix.en, *entry.fix.zh]
+    for command in entry.commands:
+        parts += [command.run, command.explain.en, command.explain.zh]
+    return "\n".join(parts).lower()
+
+
+def has_marker(text: str, markers: list[str]) -> bool:
+    return any(m.lower() in text for m in markers)
+
+
+def top_candidate(answer: Answer) -> str | None:
+    """The entry the engine ranks first, whether or not it was confident enough to answer."""
+    if answer.results:
+        return answer.results[0].id
+    return answer.candidates[0] if answer.candidates else None
 
 
 def evaluate_retriever(engine: Engine, queries: list[LabelledQuery], retriever: str) -> dict:
@@ -79,17 +141,130 @@ def evaluate_retriever(engine: Engine, queries: list[LabelledQuery], retriever: 
     }
 
 
-def run_evaluation(engine: Engine, sets: dict[Path, list[LabelledQuery]]) -> dict:
+def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict:
+    """helps: the top answer has a marker; misleads: an answer without one (any answer, off-topic); top-3; the
+    not-recognised replies that name the right family; per theme."""
+    engine.answer("warm up", retriever=retriever)
+    texts = {e.id: entry_text(e) for e in engine.entries}
+    covered_by_corpus = lambda c: any(has_marker(t, c.markers) for t in texts.values())  # noqa: E731
+    counts: dict[str, float] = defaultdict(float)
+    themes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    latencies: list[float] = []
+    outcomes: list[dict] = []
+    for case in cases:
+        started = time.perf_counter()
+        answer = engine.answer(case.query, top_k=3, retriever=retriever)
+        latencies.append((time.perf_counter() - started) * 1000)
+        ranked = [h.id for h in answer.results]
+        helps = answer.answered and bool(ranked) and has_marker(texts[ranked[0]], case.markers)
+        top3 = answer.answered and any(has_marker(texts[r], case.markers) for r in ranked[:3])
+        misleads = answer.answered and not helps
+        family_named = (not answer.answered) and answer.family is not None and answer.family.id == case.family
+        covered = case.kind == "diagnosable" and covered_by_corpus(case)
+        counts["all"] += 1
+        counts[case.kind] += 1
+        counts["misleads"] += misleads
+        counts["covered"] += covered
+        if case.kind == "diagnosable":
+            counts["helps"] += helps
+            counts["top3"] += top3
+            counts["covered_helps"] += helps and covered
+        if case.kind == "offtopic":
+            counts["offtopic_abstained"] += not answer.answered
+        if not answer.answered and case.family:
+            counts["family_evident"] += 1
+            counts["family_named"] += family_named
+        theme = themes[case.theme]
+        theme["n"] += 1
+        theme["helps"] += helps
+        theme["misleads"] += misleads
+        theme["abstained"] += not answer.answered
+        top = top_candidate(answer)
+        outcomes.append({"id": case.id, "kind": case.kind, "theme": case.theme, "answered": answer.answered,
+                         "top": top, "confidence": answer.confidence, "helps": helps, "misleads": misleads,
+                         "family": answer.family.id if answer.family else None, "expected_family": case.family,
+                         "correct_top": bool(top) and has_marker(texts.get(top, ""), case.markers)})
+    lat = np.asarray(latencies) if latencies else np.zeros(1)
+    share = lambda a, b: counts[a] / counts[b] if counts[b] else 0.0  # noqa: E731
+    return {
+        "retriever": retriever,
+        "cases": int(counts["all"]),
+        "diagnosable": int(counts["diagnosable"]),
+        "undiagnosable": int(counts["undiagnosable"]),
+        "offtopic": int(counts["offtopic"]),
+        "covered": int(counts["covered"]),
+        "helps": share("helps", "diagnosable"),
+        "top3": share("top3", "diagnosable"),
+        "helps_covered": share("covered_helps", "covered"),
+        "misleads": share("misleads", "all"),
+        "offtopic_abstention": share("offtopic_abstained", "offtopic"),
+        "family_named": share("family_named", "family_evident"),
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p95_ms": float(np.percentile(lat, 95)),
+        "themes": {k: dict(v) for k, v in sorted(themes.items())},
+        "outcomes": outcomes,
+    }
+
+
+def calibration_of(engine: Engine, items: list[LabelledQuery] | list[RealCase]) -> dict:
+    """Reliability of the hybrid's top-1 confidence on one set: bins -> observed accuracy, and the ECE."""
+    texts = {e.id: entry_text(e) for e in engine.entries}
+    confidences, correct = [], []
+    for item in items:
+        answer = engine.answer(item.query, top_k=3)
+        top = top_candidate(answer)
+        confidences.append(answer.confidence)
+        if isinstance(item, RealCase):
+            correct.append(bool(top) and item.kind == "diagnosable" and has_marker(texts.get(top, ""), item.markers))
+        else:
+            correct.append(bool(top) and top in item.expected)
+    rows, ece = reliability(confidences, correct)
+    return {"bins": rows, "ece": ece}
+
+
+def run_evaluation(engine: Engine, sets: dict[Path, list[LabelledQuery] | list[RealCase]]) -> dict:
     report: dict = {"status": engine.status(), "sets": []}
-    for path, queries in sets.items():
-        rows = [evaluate_retriever(engine, queries, r) for r in ORDER if r in RETRIEVERS]
-        report["sets"].append({"file": str(path), "rows": rows})
+    for path, items in sets.items():
+        if is_real_world(path):
+            rows = [evaluate_real(engine, items, r) for r in ORDER if r in RETRIEVERS]
+        else:
+            rows = [evaluate_retriever(engine, items, r) for r in ORDER if r in RETRIEVERS]
+        report["sets"].append({"file": str(path), "kind": "real" if is_real_world(path) else "faq", "rows": rows,
+                               "calibration": calibration_of(engine, items)})
     return report
+
+
+def _format_real(block: dict) -> list[str]:
+    rows = block["rows"]
+    r0 = rows[0]
+    lines = [f"{Path(block['file']).name} (real reports): {r0['diagnosable']} diagnosable ({r0['covered']} covered by the corpus) "
+             f"+ {r0['undiagnosable']} undiagnosable + {r0['offtopic']} off-topic",
+             "| retriever  | helps  | top-3  | helps (covered) | misleads | off-topic abstention | family named | p50 ms | p95 ms |",
+             "|------------|--------|--------|-----------------|----------|----------------------|--------------|--------|--------|"]
+    for r in rows:
+        lines.append(f"| {r['retriever']:<10} | {r['helps']:6.1%} | {r['top3']:6.1%} | {r['helps_covered']:15.1%} | {r['misleads']:8.1%} "
+                     f"| {r['offtopic_abstention']:20.1%} | {r['family_named']:12.1%} | {r['p50_ms']:6.1f} | {r['p95_ms']:6.1f} |")
+    hybrid = next(r for r in rows if r["retriever"] == "hybrid")
+    lines.append("hybrid per theme (n / helps / misleads / abstained): " + "; ".join(
+        f"{theme} {t['n']}/{t.get('helps', 0)}/{t.get('misleads', 0)}/{t.get('abstained', 0)}" for theme, t in hybrid["themes"].items()))
+    wrong = [o for o in hybrid["outcomes"] if o["misleads"]]
+    if wrong:
+        lines.append("hybrid misleads: " + "; ".join(f"{o['id']} -> {o['top']} ({o['confidence']:.2f})" for o in wrong))
+    return lines
+
+
+def _format_calibration(block: dict) -> list[str]:
+    cal = block["calibration"]
+    cells = ", ".join(f"{b['bin']}: {b['count']} at {b['confidence']:.2f} -> {b['accuracy']:.0%}" for b in cal["bins"])
+    return [f"hybrid top-1 reliability (bin: n at mean confidence -> accuracy): {cells}; ECE {cal['ece']:.3f}"]
 
 
 def format_table(report: dict) -> str:
     lines = []
     for block in report["sets"]:
+        if block.get("kind") == "real":
+            lines += _format_real(block) + _format_calibration(block) + [""]
+            continue
         rows = block["rows"]
         lines.append(f"{Path(block['file']).name}: {rows[0]['on_topic']} on-topic + {rows[0]['off_topic']} off-topic queries")
         lines.append("| retriever  | top-1  | top-3  | MRR   | wrongly abstained | off-topic abstention | p50 ms | p95 ms |")
@@ -104,5 +279,5 @@ def format_table(report: dict) -> str:
             lines.append("hybrid misses: " + "; ".join(
                 f"{m['id']} expected {','.join(m['expected']) or 'abstain'} got {','.join(m['got']) or 'abstain'} ({m['confidence']:.2f})"
                 for m in hybrid["misses"]))
-        lines.append("")
+        lines += _format_calibration(block) + [""]
     return "\n".join(lines)

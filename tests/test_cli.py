@@ -171,3 +171,24 @@ def test_a_feedback_file_that_is_not_a_database_is_refused_untouched(monkeypatch
     assert "cannot open the feedback store" in result.output and "not a database" in result.output
     assert not_a_db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["votes.sqlite3"]  # no -wal/-shm left beside it
+
+
+REAL_LOGS = Path(__file__).parent / "data" / "real_logs"
+
+
+def test_not_recognised_reply_in_text_and_json():
+    """An explicit question is never met with silence: the reply says the error is unknown, quotes the root line
+    and gives the family's first steps, in the terminal and in JSON."""
+    log = str(REAL_LOGS / "ray-invalid-device-107001.log")
+    text = runner.invoke(app, ["ask", "--file", log])
+    assert text.exit_code == 0, text.output
+    assert "Not recognised" in text.stdout
+    assert "Root error (line" in text.stdout and "invalid device=1" in text.stdout
+    assert "First steps:" in text.stdout
+
+    data = json.loads(runner.invoke(app, ["ask", "--format", "json", "--file", log]).stdout)
+    assert data["answered"] is False and data["results"] == []
+    assert "invalid device=1" in data["root"]["text"]
+    assert data["family"]["id"] == "device" and data["family"]["triage"]
+    codes = {c["code"]: c for c in data["error_codes"]}
+    assert codes["107001"]["system"] == "acl"

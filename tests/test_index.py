@@ -25,7 +25,8 @@ def small_corpus(tmp_path: Path) -> Path:
         # related ids outside this small corpus would (rightly) fail validation
         lines = [ln for ln in text.splitlines() if not ln.startswith("related:")]
         (dest / f"{name}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    shutil.copy(CORPUS / "scope.yaml", dest / "scope.yaml")
+    for name in ("scope.yaml", "families.yaml", "aftermath.yaml"):
+        shutil.copy(CORPUS / name, dest / name)
     return dest
 
 

@@ -10,11 +10,12 @@ import re2
 import yaml
 from pydantic import ValidationError
 
-from bot.corpus.schema import CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
+from bot.corpus.schema import Aftermath, CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
 
 ERROR_CODES_FILE = "error-codes.yaml"
 SCOPE_FILE = "scope.yaml"
 FAMILIES_FILE = "families.yaml"
+AFTERMATH_FILE = "aftermath.yaml"
 CATALOGUE_DIR = "codes"  # one file per vendor code system
 MAX_FILE_BYTES = 1_000_000
 
@@ -52,6 +53,7 @@ class Corpus:
     codes: list[ErrorCodeRow] = field(default_factory=list)
     scope: Scope = field(default_factory=Scope)
     families: list[Family] = field(default_factory=list)
+    aftermath: Aftermath | None = None
     catalogues: list[CodeCatalogue] = field(default_factory=list)
     digest: str = ""
 
@@ -155,6 +157,7 @@ def load_corpus(root: Path) -> Corpus:
     codes: list[ErrorCodeRow] = []
     scope = Scope()
     families: list[Family] = []
+    aftermath: Aftermath | None = None
     catalogues: list[tuple[str, CodeCatalogue]] = []
     digest = hashlib.sha256()
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
@@ -188,6 +191,16 @@ def load_corpus(root: Path) -> Corpus:
                 families = list(table.families)
                 problems.extend(_family_problems(table, shown))
             continue
+        if path.name == AFTERMATH_FILE and path.parent == root:
+            try:
+                aftermath = Aftermath.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(_validation_problems(shown, exc))
+            else:
+                problems.extend(Problem(shown, f"consequences.{i}.pattern", message)
+                                for i, rule in enumerate(aftermath.consequences)
+                                if (message := _pattern_problem(rule.pattern)) is not None)
+            continue
         if path.name == SCOPE_FILE:
             try:
                 scope = Scope.model_validate(data)
@@ -213,7 +226,7 @@ def load_corpus(root: Path) -> Corpus:
     _check_families(entries, files, families, catalogues, root, problems)
     if problems:
         raise CorpusError(problems)
-    return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, families=families,
+    return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, families=families, aftermath=aftermath,
                   catalogues=[c for _, c in catalogues], digest=digest.hexdigest())
 
 

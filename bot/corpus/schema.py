@@ -149,6 +149,12 @@ class Scope(Strict):
     domain: list[ScopeRule] = Field(default_factory=list)
 
 
+class Aftermath(Strict):
+    """Lines that only ever follow another failure (a worker dying, a launcher giving up): never the root error."""
+
+    consequences: list[ScopeRule] = Field(min_length=1)
+
+
 class Family(Strict):
     """A family of problems (HCCL, device visibility, ...): how to recognise it and its first triage steps,
     used when the exact error is not in the knowledge base."""

@@ -13,14 +13,17 @@ from typing import Literal
 import numpy as np
 
 from bot.corpus.loader import Corpus, load_corpus
-from bot.corpus.schema import PLACEHOLDER, Entry
+from bot.corpus.schema import PLACEHOLDER, Entry, Family
 from bot.engine import dense as dense_mod
-from bot.engine.codes import CodeResolver, CodeSighting
+from bot.engine.calibration import Calibrator, Features
+from bot.engine.codes import CodeResolver, CodeSighting, describe_unlisted
 from bot.engine.embedders import ONNX_DIR, Embedder, OnnxEmbedder, SentenceTransformerEmbedder
 from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse, lexical_evidence
 from bot.engine.lexical import LexicalIndex
-from bot.engine.models import Answer, CodeOut, CommandOut, Hit, MatchedLine
+from bot.engine.families import FamilyDetector
+from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine
 from bot.engine.normalize import Prepared, prepare
+from bot.engine.root import RootAnalysis, RootFinder
 from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
 from bot.engine.text import warm_up
@@ -36,6 +39,7 @@ STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors 
 FOREIGN_PENALTY = 0.4  # confidence kept when the paste is plainly another stack's problem
 EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the error
 SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise, not candidates
+CONSEQUENCE_CAP = 0.3  # signature evidence kept by an entry that sees only echoes of the root error
 
 
 @dataclass
@@ -54,6 +58,10 @@ class Evidence:
     lexical: np.ndarray
     dense: np.ndarray
     readable: float
+    analysis: RootAnalysis
+    on_root: np.ndarray  # 1 where the entry recognises the root line itself
+    consequence_only: np.ndarray  # 1 where the entry matches only aftermath or wrapper text
+    family: Family | None
 
 
 @dataclass
@@ -64,7 +72,8 @@ class Scored:
 
 
 class Engine:
-    def __init__(self, corpus: Corpus, settings: Settings, dense: DenseState, params: FusionParams = DEFAULT_PARAMS):
+    def __init__(self, corpus: Corpus, settings: Settings, dense: DenseState, params: FusionParams = DEFAULT_PARAMS,
+                 calibrator: Calibrator | None = None):
         self.corpus = corpus
         self.settings = settings
         self.params = params
@@ -74,6 +83,10 @@ class Engine:
         self.lexical = LexicalIndex(self.entries)
         self.codes = CodeResolver(corpus)
         self.scope = ScopeFilter(corpus.scope)
+        self.roots = RootFinder(corpus.aftermath)
+        self.families = FamilyDetector(corpus.families)
+        self.entry_family = np.array([e.family or "" for e in self.entries], dtype=object)
+        self.calibrator = calibrator if calibrator is not None else Calibrator.load()
         self.dense = dense
         warm_up()
 
@@ -90,12 +103,14 @@ class Engine:
         return {
             "entries": len(self.entries),
             "signatures": len(self.signatures),
-            "error_codes": len(self.corpus.codes),
+            "error_codes": len(self.corpus.codes) + sum(len(c.codes) for c in self.corpus.catalogues),
+            "families": len(self.corpus.families),
             "corpus_hash": self.corpus.digest[:12],
             "model": self.settings.model,
             "dense": self.dense.status,
             "embedder": self.dense.embedder.backend if self.dense.embedder else None,
             "index": {"rows": manifest.rows, "dim": manifest.dim, "built_at": manifest.built_at} if manifest else None,
+            "calibrated": self.calibrator.weights is not None,
         }
 
     # ---- answering ----------------------------------------------------------------------------
@@ -110,13 +125,13 @@ class Engine:
                           notices=notices + ["empty input: paste an error, a log or a question"], retriever=retriever)
 
         use = {"signatures", "lexical", "dense"} if retriever == "hybrid" else {retriever}
-        ev = self._evidence(prepared, use)
-        sig_matches, sig, lex, den = ev.sig_matches, ev.signatures, ev.lexical, ev.dense
-        fused = self._calibrate(fuse(sig, lex, den, self.params, readable=ev.readable), prepared, sig, notices)
-
-        order = self._order(fused, sig_matches)
+        ev = self.evidence(prepared, use)
+        fused = self.fused(ev, prepared, notices)
+        # The calibration was fitted on the hybrid; a retriever alone is reported on its own fused score.
+        confidence_of = self.calibrator.confidence(self.features(fused, ev, prepared)) if retriever == "hybrid" else fused
+        order = self._order(confidence_of, ev.sig_matches)
         scored = [
-            Scored(i, float(fused[i]), {"signatures": float(sig[i]), "lexical": float(lex[i]), "dense": float(den[i])})
+            Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]), "dense": float(ev.dense[i])})
             for i in order[:top_k]
         ]
         confidence = max((s.confidence for s in scored), default=0.0)
@@ -124,8 +139,10 @@ class Engine:
         lang = prepared.lang
         # Runners-up are shown with their own confidence, but not when they are barely evidence at all.
         floor = SECONDARY_FLOOR * self.settings.threshold
-        hits = [self._hit(s, sig_matches, prepared, lang) for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
-        suggestions = [] if answered else [self.entries[i].title.get(lang) for i in np.argsort(-fused)[:3] if fused[i] > 0.05]
+        hits = [self._hit(s, ev.sig_matches, prepared, lang) for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
+        closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
+        suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
+        root = ev.analysis.root
         return Answer(
             id=query_id,
             answered=answered,
@@ -133,22 +150,31 @@ class Engine:
             confidence=round(confidence, 4),
             results=hits,
             suggestions=suggestions,
+            candidates=[self.entries[s.position].id for s in scored],
             error_codes=[self._code_out(s, lang) for s in ev.sightings],
             notices=notices,
             retriever=retriever,
+            root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
+            family=self._family_out(ev.family, lang, ev) if ev.family else None,
         )
 
-    def _evidence(self, prepared: Prepared, use: set[str]) -> "Evidence":
+    def evidence(self, prepared: Prepared, use: set[str]) -> "Evidence":
         """Each retriever's evidence for every entry, in [0, 1]; retrievers not in use give zeros."""
         n = len(self.entries)
-        sig_matches = self.signatures.match(prepared.lines) if "signatures" in use else {}
+        analysis = self.roots.analyse(prepared.lines, prepared.error_lines)
         sightings = self.codes.find(prepared.lines)
+        sig_matches: dict[str, EntryMatch] = {}
+        on_root = np.zeros(n, dtype=np.float32)
+        consequence_only = np.zeros(n, dtype=np.float32)
         if "signatures" in use:
+            sig_matches = self.signatures.match(prepared.lines)
             self._add_code_matches(sig_matches, sightings)
+            on_root, consequence_only = self._weigh_by_root(sig_matches, analysis)
         sig = np.zeros(n, dtype=np.float32)
         for entry_id, match in sig_matches.items():
             sig[self.position[entry_id]] = match.score
-        focus = prepared.focus
+        root = analysis.root
+        focus = prepared.focus_on_root(root.line_no, root.focus, analysis.consequences, analysis.causes) if root else prepared.focus
         lex = lexical_evidence(self.lexical.scores(focus), self.params) if "lexical" in use else np.zeros(n, dtype=np.float32)
         den = np.zeros(n, dtype=np.float32)
         readable = 0.0 if "dense" in use else 1.0  # no dense evidence: lexical speaks alone
@@ -156,9 +182,59 @@ class Engine:
             readable = self.dense.embedder.readability(focus)
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
-        return Evidence(sig_matches, sightings, sig, lex, den, readable)
+        family = self.families.detect(prepared.lines, prepared.error_lines, analysis, sightings)
+        return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family)
 
-    def _calibrate(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
+    def _weigh_by_root(self, matches: dict[str, EntryMatch], analysis: RootAnalysis) -> tuple[np.ndarray, np.ndarray]:
+        """Which entries recognise the root line, and which only echoes of it; an entry that sees only echoes
+        (aftermath lines, consequence signatures, the wrapper around a quoted cause) while an earlier root error
+        is known keeps at most CONSEQUENCE_CAP of its signature evidence."""
+        n = len(self.entries)
+        on_root = np.zeros(n, dtype=np.float32)
+        consequence_only = np.zeros(n, dtype=np.float32)
+        cause_lines = sorted(analysis.causes)
+        in_cause = self.signatures.match([analysis.causes[i] for i in cause_lines], numbers=cause_lines) if cause_lines else {}
+        root = analysis.root
+        eligible: dict[str, list[LineMatch]] = {}
+        for entry_id, match in matches.items():
+            quoted = {lm.line_no for lm in in_cause[entry_id].lines} if entry_id in in_cause else set()
+            eligible[entry_id] = [
+                lm for lm in match.lines
+                if lm.role == "root" and lm.line_no not in analysis.consequences
+                and (lm.line_no not in analysis.causes or lm.line_no in quoted)
+            ]
+            if root is not None and any(lm.line_no == root.line_no for lm in eligible[entry_id]):
+                on_root[self.position[entry_id]] = 1.0
+        for entry_id, match in matches.items():
+            if eligible[entry_id] or root is None:
+                continue  # with no root error to blame, an echo is the best clue there is
+            consequence_only[self.position[entry_id]] = 1.0
+            match.score = min(match.score, CONSEQUENCE_CAP)
+        return on_root, consequence_only
+
+    def fused(self, ev: Evidence, prepared: Prepared, notices: list[str]) -> np.ndarray:
+        """The retrievers' evidence fused, adjusted for what they cannot know."""
+        return self._adjust(fuse(ev.signatures, ev.lexical, ev.dense, self.params, readable=ev.readable), prepared, ev.signatures, notices)
+
+    def features(self, fused: np.ndarray, ev: Evidence, prepared: Prepared) -> Features:
+        n = len(fused)
+        order = np.argsort(-fused, kind="stable")
+        best, second = (float(fused[order[0]]), float(fused[order[1]])) if n > 1 else (float(fused.max(initial=0)), 0.0)
+        margin = np.where(np.arange(n) == order[0], best - second, fused - best) if n else fused
+        family_id = ev.family.id if ev.family else ""
+        known = self.entry_family != ""
+        agrees = (self.entry_family == family_id) & known if family_id else np.zeros(n, dtype=bool)
+        differs = (self.entry_family != family_id) & known if family_id else np.zeros(n, dtype=bool)
+        foreign = 1.0 if self.scope.foreign_label(prepared.text) else 0.0
+        has_root = ev.analysis.root is not None
+        return Features.build(
+            fused=fused, signature=ev.signatures, lexical=ev.lexical, dense=ev.dense, on_root=ev.on_root,
+            family_agrees=agrees.astype(float), family_differs=differs.astype(float), margin=margin,
+            is_log=np.full(n, float(prepared.is_log)), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
+            no_root_match=np.full(n, float(has_root and not ev.on_root.any())),
+        )
+
+    def _adjust(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
         """What the retrievers cannot know: a recognised error explains away other candidates, and another
         stack's paste is not MindIE's problem."""
         recognised = float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
@@ -175,16 +251,18 @@ class Engine:
 
     def _add_code_matches(self, matches: dict[str, EntryMatch], sightings: list[CodeSighting]) -> None:
         for sighting in sightings:
-            target = sighting.row.entry or GENERIC_CODE_ENTRY
-            if target not in self.position:
+            # Listed MindIE LLM codes without an entry of their own go to the entry that explains any code;
+            # other codes count only when a catalogue names the entry that fixes them.
+            target = sighting.entry or (GENERIC_CODE_ENTRY if sighting.row is not None else None)
+            if target is None or target not in self.position:
                 continue
             em = matches.setdefault(target, EntryMatch(target))
-            em.lines.append(LineMatch(sighting.line_no, CODE_WEIGHT, {"code": sighting.row.code}))
+            em.lines.append(LineMatch(sighting.line_no, CODE_WEIGHT, {"code": sighting.code}))
             em.score = max(em.score, CODE_WEIGHT)
 
-    def _order(self, fused: np.ndarray, sig_matches: dict[str, EntryMatch]) -> list[int]:
+    def _order(self, confidence: np.ndarray, sig_matches: dict[str, EntryMatch]) -> list[int]:
         """Distinct errors recognised by strong signatures come first, in the order they occur in the log;
-        everything else follows by fused confidence."""
+        everything else follows by confidence."""
         strong = [m for m in sig_matches.values() if m.score >= STRONG_SIGNATURE]
         strong.sort(key=lambda m: (-m.score, m.first_line))
         distinct: list[EntryMatch] = []
@@ -196,7 +274,7 @@ class Engine:
             claimed |= lines
         distinct.sort(key=lambda m: m.first_line)
         first = [self.position[m.entry_id] for m in distinct] if len(distinct) > 1 else []
-        rest = [int(i) for i in np.argsort(-fused, kind="stable") if int(i) not in first]
+        rest = [int(i) for i in np.argsort(-confidence, kind="stable") if int(i) not in first]
         return first + rest
 
     def _hit(self, scored: Scored, sig_matches: dict[str, EntryMatch], prepared: Prepared, lang: str) -> Hit:
@@ -230,8 +308,19 @@ class Engine:
         )
 
     def _code_out(self, sighting: CodeSighting, lang: str) -> CodeOut:
-        row = sighting.row
-        return CodeOut(code=row.code, name=row.name, group=row.group, meaning=row.meaning.get(lang), entry=row.entry)
+        meaning = sighting.meaning(lang) or describe_unlisted(sighting).get(lang)
+        return CodeOut(code=sighting.code, name=sighting.name(), group=sighting.module(lang), meaning=meaning,
+                       entry=sighting.entry, system=sighting.system, family=sighting.family, listed=sighting.listed)
+
+    def _family_out(self, family: Family, lang: str, ev: Evidence) -> FamilyOut:
+        captures: dict[str, str] = {}
+        for match in ev.sig_matches.values():
+            for key, value in match.captures().items():
+                captures.setdefault(key, value)
+        commands = [CommandOut(run=fill(c.run, captures), template=c.run, kind=c.kind, explain=c.explain.get(lang))
+                    for c in family.commands]
+        return FamilyOut(id=family.id, title=family.title.get(lang), summary=family.summary.get(lang),
+                         triage=list(family.triage.get(lang)), commands=commands)
 
 
 def fill(template: str, captures: dict[str, str]) -> str:

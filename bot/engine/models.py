@@ -29,9 +29,22 @@ class MatchedLine(Out):
 class CodeOut(Out):
     code: str
     name: str
-    group: str
-    meaning: str
+    group: str = Field(description="the module the code belongs to")
+    meaning: str = Field(description="the code's meaning, or what its prefix says when no table lists it")
     entry: str | None
+    system: str = Field("mindie", description="mindie | cann | acl")
+    family: str | None = None
+    listed: bool = Field(True, description="false when no table lists this exact code")
+
+
+class FamilyOut(Out):
+    """The family of problems the root error belongs to, with its first triage steps."""
+
+    id: str
+    title: str
+    summary: str
+    triage: list[str]
+    commands: list["CommandOut"]
 
 
 class Hit(Out):
@@ -59,9 +72,12 @@ class Answer(Out):
     confidence: float = Field(ge=0.0, le=1.0)
     results: list[Hit]
     suggestions: list[str] = Field(default_factory=list, description="closest topic titles when abstaining")
+    candidates: list[str] = Field(default_factory=list, description="entry ids ranked first, answered or not")
     error_codes: list[CodeOut] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list, description="e.g. input truncated, dense retriever unavailable")
     retriever: str = "hybrid"
+    root: MatchedLine | None = Field(None, description="the line taken for the root error (its innermost cause)")
+    family: FamilyOut | None = Field(None, description="the family of the root error, with first triage steps")
 
     def contract(self) -> dict:
         """The documented JSON shape for one query (extra keys are additive)."""
@@ -87,4 +103,9 @@ class Answer(Out):
             "suggestions": self.suggestions,
             "error_codes": [c.model_dump() for c in self.error_codes],
             "notices": self.notices,
+            "root": self.root.model_dump() if self.root else None,
+            "family": self.family.model_dump() if self.family else None,
         }
+
+
+FamilyOut.model_rebuild()

@@ -79,6 +79,16 @@ class Prepared:
         return mask("\n".join(asked[:3] + parts))[:4000]
 
 
+    def focus_on_root(self, root_line: int, root_text: str, skip: set[int], causes: dict[int, str]) -> str:
+        """The focus of a log whose root error is known: that cause first, then the other error lines with
+        echoes (aftermath lines) left out and wrapper lines read at the cause they quote."""
+        if self.was_binary or not self.is_log:
+            return self.focus
+        chosen = [i for i in focus_line_indices(self) if i not in skip and i != root_line]
+        prose = [ln for ln in self.lines if ln.strip() and not _LOG_LINE.search(ln) and _CJK.search(ln)]
+        return mask("\n".join(prose[:3] + [root_text] + [causes.get(i, self.lines[i]) for i in chosen]))[:4000]
+
+
 def is_error_line(line: str) -> bool:
     return _ERROR_LINE.search(line) is not None
 

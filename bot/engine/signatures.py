@@ -18,6 +18,7 @@ class LineMatch:
     line_no: int  # 0-based
     weight: float
     captures: dict[str, str]
+    role: str = "root"  # "consequence" for signatures on aftermath lines
 
 
 @dataclass
@@ -41,14 +42,14 @@ class EntryMatch:
 class SignatureIndex:
     def __init__(self, entries: list[Entry]):
         options = re2_options()
-        self._patterns: list[tuple[str, float, re2._Regexp]] = []
+        self._patterns: list[tuple[str, float, str, re2._Regexp]] = []
         for entry in entries:
             for sig in entry.signatures:
-                self._patterns.append((entry.id, sig.weight, re2.compile(sig.pattern, options)))
+                self._patterns.append((entry.id, sig.weight, sig.role, re2.compile(sig.pattern, options)))
         self._sets: list[tuple[int, re2.Set]] = []
         for start in range(0, len(self._patterns), SET_CHUNK):
             rset = re2.Set.SearchSet(options)
-            for _, _, compiled in self._patterns[start : start + SET_CHUNK]:
+            for _, _, _, compiled in self._patterns[start : start + SET_CHUNK]:
                 rset.Add(compiled.pattern)
             rset.Compile()
             self._sets.append((start, rset))
@@ -60,20 +61,22 @@ class SignatureIndex:
     def __len__(self) -> int:
         return len(self._patterns)
 
-    def match(self, lines: list[str]) -> dict[str, EntryMatch]:
-        """Score each entry by its strongest matching signature; keep the lines and captured values."""
+    def match(self, lines: list[str], numbers: list[int] | None = None) -> dict[str, EntryMatch]:
+        """Score each entry by its strongest matching signature; keep the lines and captured values.
+        `numbers` gives each line's number when the lines are excerpts of a longer text."""
         results: dict[str, EntryMatch] = {}
-        for line_no, line in enumerate(lines):
+        for n, line in enumerate(lines):
+            line_no = numbers[n] if numbers is not None else n
             if not line.strip():
                 continue
             line = line[:MAX_LINE_CHARS]
             for start, rset in self._sets:
                 hits = rset.Match(line) or ()  # RE2 returns None when nothing matches
                 for local in hits:
-                    entry_id, weight, compiled = self._patterns[start + local]
+                    entry_id, weight, role, compiled = self._patterns[start + local]
                     found = compiled.search(line)
                     captures = {k: v for k, v in (found.groupdict() if found else {}).items() if v}
                     em = results.setdefault(entry_id, EntryMatch(entry_id))
-                    em.lines.append(LineMatch(line_no, weight, captures))
+                    em.lines.append(LineMatch(line_no, weight, captures, role))
                     em.score = max(em.score, weight)
         return results

@@ -9,10 +9,13 @@ from rich.rule import Rule
 from bot.engine.models import Answer
 
 LABELS = {
-    "en": {"no_match": "No confident match.", "closest": "Closest topics", "cause": "Cause", "fix": "Fix",
-           "commands": "Commands", "seen": "Recognised in your log", "codes": "Error code", "confidence": "confidence"},
-    "zh": {"no_match": "没有足够把握的匹配。", "closest": "最接近的主题", "cause": "原因", "fix": "解决步骤",
-           "commands": "命令", "seen": "识别到的日志行", "codes": "错误码", "confidence": "置信度"},
+    "en": {"no_match": "Not recognised: this error is not in the knowledge base.", "closest": "Closest topics", "cause": "Cause",
+           "fix": "Fix", "commands": "Commands", "seen": "Recognised in your log", "codes": "Error code",
+           "confidence": "confidence", "root": "Root error (line {n})", "family": "Looks like", "triage": "First steps",
+           "ask": "Still stuck? Ask a human in the support channel with the full log."},
+    "zh": {"no_match": "未识别：知识库中没有这个报错。", "closest": "最接近的主题", "cause": "原因", "fix": "解决步骤",
+           "commands": "命令", "seen": "识别到的日志行", "codes": "错误码", "confidence": "置信度",
+           "root": "根因报错（第 {n} 行）", "family": "问题类别", "triage": "先做这几步", "ask": "仍未解决？请带上完整日志在支持频道求助人工。"},
 }
 
 
@@ -21,11 +24,11 @@ def render_text(answer: Answer, console: Console) -> None:
     for notice in answer.notices:
         console.print(f"[yellow]note:[/yellow] {escape(notice)}")
     for code in answer.error_codes:
-        console.print(f"[bold]{label['codes']}:[/bold] {code.code} = {code.name} ({escape(code.group)}): {escape(code.meaning)}")
+        name = f" = {code.name}" if code.name else ""
+        module = f" ({escape(code.group)})" if code.group else ""
+        console.print(f"[bold]{label['codes']}:[/bold] {code.code}{name}{module}: {escape(code.meaning)}")
     if not answer.answered:
-        console.print(f"[bold]{label['no_match']}[/bold]")
-        if answer.suggestions:
-            console.print(f"{label['closest']}: " + "; ".join(escape(s) for s in answer.suggestions))
+        render_not_recognised(answer, console)
         return
     for rank, hit in enumerate(answer.results, 1):
         console.print(Rule(style="dim"))
@@ -45,3 +48,26 @@ def render_text(answer: Answer, console: Console) -> None:
                 console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
                 console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
         console.print()
+
+
+def render_not_recognised(answer: Answer, console: Console) -> None:
+    """Say plainly that the error is unknown, quote the line taken for the root error, and give its family's first
+    triage steps, so the reply is still worth reading."""
+    label = LABELS[answer.lang]
+    console.print(f"[bold]{label['no_match']}[/bold]")
+    if answer.root:
+        console.print(f"[bold]{label['root'].format(n=answer.root.line_no)}:[/bold] {escape(answer.root.text)}")
+    family = answer.family
+    if family:
+        console.print(f"[bold]{label['family']}:[/bold] {escape(family.title)} — {escape(family.summary)}")
+        console.print(f"[bold]{label['triage']}:[/bold]")
+        for n, step in enumerate(family.triage, 1):
+            console.print(f"  {n}. {escape(step)}")
+        if family.commands:
+            console.print(f"[bold]{label['commands']}:[/bold]")
+            for cmd in family.commands:
+                console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
+                console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
+    if answer.suggestions:
+        console.print(f"{label['closest']}: " + "; ".join(escape(s) for s in answer.suggestions))
+    console.print(f"[dim]{label['ask']}[/dim]")

@@ -46,6 +46,11 @@ LABELS: dict[str, dict[str, str]] = {
         "unhelpful": "👎 Not helpful",
         "share": "Share in channel",
         "no_match": "I couldn't find a confident match for this, so I won't guess.",
+        "not_recognised": "Not recognised: this error is not in my knowledge base, so I won't guess a fix.",
+        "root": "The line I take for the root error (line {n})",
+        "family": "It looks like: {title}",
+        "triage": "First steps",
+        "code_line": "{code} ({module}): {meaning}",
         "closest": "Closest topics",
         "tip": "Tip: paste the full error log (the first ERROR lines and the final exception), or ask with `/mindie-help <question>`.",
         "human": "🙋 Ask a human",
@@ -85,6 +90,11 @@ LABELS: dict[str, dict[str, str]] = {
         "unhelpful": "👎 没帮助",
         "share": "分享到频道",
         "no_match": "没有找到足够可信的匹配，我不做猜测。",
+        "not_recognised": "未识别：知识库中没有这个报错，我不猜测解决方法。",
+        "root": "我判断的根因报错（第 {n} 行）",
+        "family": "问题类别：{title}",
+        "triage": "先做这几步",
+        "code_line": "{code}（{module}）：{meaning}",
         "closest": "最接近的主题",
         "tip": "提示：请粘贴完整的报错日志（第一条 ERROR 和最后的异常），或使用 `/mindie-help <问题>` 提问。",
         "human": "🙋 找人工支持",
@@ -281,10 +291,24 @@ def feedback_buttons(lang: str, entry_id: str, fp: str) -> list[dict[str, Any]]:
     ]
 
 
+def _code_lines(answer: Answer) -> list[str]:
+    out = []
+    for c in answer.error_codes[:5]:
+        module = c.group or c.system.upper()
+        name = f" {esc(c.name)}" if c.name else ""
+        out.append(label(answer.lang, "code_line", code=f"{inline_code(c.code)}{name}", module=esc(module), meaning=esc(c.meaning)))
+    return out
+
+
 def fallback_text(answer: Answer) -> str:
     lang = answer.lang
     if not answer.answered or not answer.results:
-        lines = [label(lang, "no_match")]
+        lines = [label(lang, "not_recognised" if answer.root or answer.family else "no_match")]
+        if answer.root:
+            lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {clip(answer.root.text, MAX_QUOTED_LINE)}")
+        if answer.family:
+            lines.append(label(lang, "family", title=answer.family.title))
+            lines.append(f"{label(lang, 'triage')}: " + " ".join(f"{i}. {s}" for i, s in enumerate(answer.family.triage[:3], 1)))
         if answer.suggestions:
             lines.append(f"{label(lang, 'closest')}: " + "; ".join(answer.suggestions[:3]))
         return clip("\n".join(lines), MAX_FALLBACK)
@@ -314,8 +338,7 @@ def render_answer(
     for rank, hit in enumerate(answer.results[:MAX_CAUSES]):
         blocks.extend(_hit_blocks(hit, rank, lang))
     if answer.error_codes:
-        codes = [f"{inline_code(c.code)} {esc(c.name)}: {esc(c.meaning)}" for c in answer.error_codes[:5]]
-        blocks.append(context(f"*{label(lang, 'codes')}*\n" + "\n".join(codes)))
+        blocks.append(context(f"*{label(lang, 'codes')}*\n" + "\n".join(_code_lines(answer))))
     notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
     if shared_by:
         notes.append(label(lang, "shared_by", user=shared_by))
@@ -331,8 +354,22 @@ def render_answer(
 def render_abstain(
     answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
 ) -> Rendered:
+    """The honest "not recognised" reply: the line taken for the root error, its family's first triage steps and
+    commands, what any error code means, then the closest topics and a human."""
     lang = answer.lang
-    blocks: list[dict[str, Any]] = [section(f"*{label(lang, 'no_match')}*")]
+    blocks: list[dict[str, Any]] = [section(f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*")]
+    if answer.root:
+        quoted = f"> {inline_code(clip(answer.root.text, MAX_QUOTED_LINE))}"
+        blocks.append(section(f"*{label(lang, 'root', n=answer.root.line_no)}*\n{quoted}"))
+    if answer.error_codes:
+        blocks.append(section(f"*{label(lang, 'codes')}*\n" + "\n".join(_code_lines(answer))))
+    family = answer.family
+    if family:
+        blocks.append(section(f"*{esc(label(lang, 'family', title=family.title))}*\n{esc(family.summary)}"))
+        blocks.extend(_sections_for(label(lang, "triage"), [f"{i}. {esc(step)}" for i, step in enumerate(family.triage, 1)]))
+        commands = [f"_{esc(c.explain)}_\n{code_block(c.run)}" if c.explain else code_block(c.run) for c in family.commands]
+        if commands:
+            blocks.extend(_sections_for(label(lang, "commands"), commands))
     if answer.suggestions:
         items = [f"• {esc(s)}" for s in answer.suggestions[:5]]
         blocks.append(section(f"*{label(lang, 'closest')}*\n" + "\n".join(items)))

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 import urllib.request
+from pathlib import Path
 
 from fake_slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET
 from slack_harness import OOM_LINE, SOCKET_LOG, bot_mention, find_buttons
@@ -408,3 +409,24 @@ def test_after_a_restart_a_thread_the_bot_answered_is_recognised_from_slack(harn
     harness.event({"type": "message", "channel_type": "im", "channel": "D0HI", "user": "UALICE", "ts": "9.01", "text": "hi"})
     post = fake.wait_for(lambda: fake.posts("D0HI"))[0]
     assert "/mindie-help" in post.params["text"]
+
+
+def test_an_unrecognised_real_error_gets_root_line_family_triage_and_a_human(harness):
+    """A real report whose error is not in the knowledge base: no guessed fix, the root line quoted, its family's
+    first steps, the human button; pasted into a channel unasked, the bot stays silent."""
+    fake = harness.fake
+    log = (Path(__file__).parent.parent / "data" / "real_logs" / "qwen3-vl-moe-unsupported.log").read_text(encoding="utf-8")
+    harness.event({"type": "app_mention", "user": "UALICE", "channel": CH, "ts": "1700000090.000100",
+                   "text": bot_mention("deploy fails:\n```" + log + "```")})
+    post = fake.wait_for(lambda: fake.posts(CH))[0]
+    body = post.blocks_json()
+    assert "Not recognised" in body and "Not recognised" in post.params["text"]
+    assert "unsupported model type: qwen3_vl_moe" in body  # the root line is quoted
+    assert "tokenizer-vocab-size" not in body  # the wrapper's entry is not offered as the fix
+    assert "First steps" in body
+    assert bk.ACTION_ESCALATE in find_buttons(post.blocks)
+
+    harness.event({"type": "message", "channel_type": "channel", "channel": "C0OPS", "user": "UBOB",
+                   "ts": "1700000091.000100", "text": "```" + log + "```"})
+    time.sleep(1.0)
+    assert not fake.posts("C0OPS")  # auto-replies stay silent unless confident
