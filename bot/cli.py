@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from bot.corpus.loader import CorpusError
-from bot.engine.normalize import read_head_and_tail
+from bot.engine.normalize import read_sampled, sampling_notice
 from bot.logs import setup_logging
 from bot.settings import PROJECT_ROOT, ConfigError, Settings, get_settings
 
@@ -81,14 +81,14 @@ def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> tu
     try:
         if file is not None:
             with file.open("rb") as fh:
-                data, size = read_head_and_tail(fh, max_bytes)
+                data, size = read_sampled(fh, max_bytes)
         else:
-            data, size = read_head_and_tail(sys.stdin.buffer, max_bytes)
+            data, size = read_sampled(sys.stdin.buffer, max_bytes)
     except OSError as exc:
         err.print(f"cannot read {file}: {exc.strerror}")
         raise typer.Exit(2) from None
     name = file.name if file is not None else "input"
-    cut = [f"{name} is {size:,} bytes; only its first and last {max_bytes // 2:,} were read"] if size > max_bytes else []
+    cut = [sampling_notice(size, max_bytes, name)] if size > max_bytes else []
     return data, cut
 
 

@@ -344,7 +344,7 @@ class SlackBot:
             if f.skipped:
                 notes.append(bk.label(lang, "file_skipped", name=bk.inline_code(f.name), reason=bk.esc(f.skipped)))
             elif f.truncated:
-                notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes // 2048))
+                notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes * 2 // 5 // 1024))
         return notes
 
     @staticmethod

@@ -74,7 +74,7 @@ LABELS: dict[str, dict[str, str]] = {
         "escalation_excerpt": "Question: {excerpt}",
         "shared_by": "Shared by <@{user}>",
         "file_skipped": "Skipped file {name}: {reason}.",
-        "truncated_file": "Only the first and last {kb} KB of {name} were read.",
+        "truncated_file": "Only the first and last {kb} KB of {name}, and the error lines between, were read.",
     },
     "zh": {
         "top": "最可能的原因",
@@ -118,7 +118,7 @@ LABELS: dict[str, dict[str, str]] = {
         "escalation_excerpt": "问题：{excerpt}",
         "shared_by": "由 <@{user}> 分享",
         "file_skipped": "已跳过文件 {name}：{reason}。",
-        "truncated_file": "{name} 只读取了开头和结尾各 {kb} KB。",
+        "truncated_file": "{name} 只读取了开头和结尾各 {kb} KB，以及其间的报错行。",
     },
 }
 

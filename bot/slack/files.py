@@ -8,7 +8,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from bot.engine.normalize import looks_binary, read_head_and_tail
+from bot.engine.normalize import looks_binary, read_sampled
 
 TEXT_EXTENSIONS = (
     ".log", ".txt", ".out", ".err", ".trace", ".text", ".json", ".yaml", ".yml", ".ini", ".cfg", ".conf",
@@ -107,7 +107,7 @@ def download_text(
             content_type = (response.headers.get("Content-Type") or "").lower()
             if content_type.startswith("text/html"):
                 return FileText(name, skipped="Slack returned a web page instead of the file (check the files:read scope)")
-            data, size = read_head_and_tail(response, max_bytes, _CHUNK)
+            data, size = read_sampled(response, max_bytes, _CHUNK)
             truncated = size > max_bytes
     except urllib.error.HTTPError as exc:
         return FileText(name, skipped=f"download failed (HTTP {exc.code})")
