@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn, Optional
@@ -11,7 +12,7 @@ import typer
 from rich.console import Console
 
 from bot.corpus.loader import CorpusError
-from bot.engine.normalize import read_sampled, sampling_notice
+from bot.engine.normalize import read_sampled, sampling_notice, scrub_surrogates, strip_control
 from bot.logs import setup_logging
 from bot.settings import PROJECT_ROOT, ConfigError, Settings, get_settings
 
@@ -77,7 +78,7 @@ def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> tu
         err.print('give a query: mindie-help ask "TEXT", mindie-help ask - (stdin) or --file app.log')
         raise typer.Exit(2)
     if file is None and text not in (None, "-"):
-        return text, []
+        return argv_text(text), []
     try:
         if file is not None:
             with file.open("rb") as fh:
@@ -90,6 +91,15 @@ def _read_query(text: Optional[str], file: Optional[Path], max_bytes: int) -> tu
     name = file.name if file is not None else "input"
     cut = [sampling_notice(size, max_bytes, name)] if size > max_bytes else []
     return data, cut
+
+
+def argv_text(text: str) -> str:
+    """An argument as the user typed it: bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
+    and are read back as bytes and replaced, like a file's or stdin's."""
+    try:
+        return os.fsencode(text).decode("utf-8", errors="replace")
+    except UnicodeEncodeError:  # surrogates that no byte produced
+        return scrub_surrogates(text)
 
 
 @app.command()
@@ -139,17 +149,29 @@ def _ask_batch(settings: Settings, batch: Path, top: int, retriever: str) -> Non
             continue
         try:
             item = json.loads(line)
+            if not isinstance(item, dict):
+                raise TypeError("a line must be a JSON object")
             query, qid = item["query"], item.get("id", n)
             if not isinstance(query, str):
                 raise TypeError("query must be a string")
-        except (ValueError, KeyError, TypeError) as exc:
-            sys.stdout.write(json.dumps({"id": None, "line": n, "error": f"bad input line: {exc}"}) + "\n")
+            if not isinstance(qid, (str, int, float)) or isinstance(qid, bool):
+                raise TypeError("id must be a string or a number")
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            _batch_error(n, f"bad input line: {type(exc).__name__}: {exc}")
             continue
-        answer = engine.answer(query, top_k=top or None, retriever=retriever, query_id=str(qid))
-        payload = answer.contract()
-        payload["id"] = qid
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        try:  # one bad query must not cost the rest of the batch
+            answer = engine.answer(scrub_surrogates(query), top_k=top or None, retriever=retriever,
+                                   query_id=scrub_surrogates(str(qid)))
+            payload = answer.contract()
+            payload["id"] = scrub_surrogates(qid) if isinstance(qid, str) else qid
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        except Exception as exc:
+            _batch_error(n, f"could not answer this line: {type(exc).__name__}")
         sys.stdout.flush()
+
+
+def _batch_error(line: int, message: str) -> None:
+    sys.stdout.write(json.dumps({"id": None, "line": line, "error": scrub_surrogates(message)}, ensure_ascii=False) + "\n")
 
 
 @app.command()
@@ -256,7 +278,8 @@ def feedback_report() -> None:
     settings = _settings()
     try:
         with FeedbackStore(settings.feedback_db) as store:
-            out.print(store.report(), markup=False)
+            # Stored excerpts are users' text: no escape sequence of theirs reaches the admin's terminal.
+            out.print(strip_control(store.report()), markup=False)
     except FeedbackStoreError as exc:
         _refuse_feedback_store(exc)
 

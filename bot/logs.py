@@ -97,10 +97,24 @@ class KeyValueFormatter(logging.Formatter):
         return line
 
 
+class LibraryDebugFilter(logging.Filter):
+    """At DEBUG, only the bot's own loggers speak DEBUG: the Slack SDK logs whole request bodies (message text,
+    users' pastes) at DEBUG, and Bolt and urllib3 log payload details there too (issue #11, finding 7)."""
+
+    OWN = ("mindie_help", "bot.")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG:
+            return True
+        name = record.name
+        return (name == "mindie_help" or name.startswith(self.OWN)) and not name.startswith("mindie_help.bolt")
+
+
 def setup_logging(level: str = "INFO", as_json: bool = True) -> None:
     level = level.upper()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if as_json else KeyValueFormatter())
+    handler.addFilter(LibraryDebugFilter())
     handler.addFilter(RedactingFilter())
     # The handler's own level also holds back libraries that lower their loggers' levels after import.
     handler.setLevel(level)
@@ -108,6 +122,5 @@ def setup_logging(level: str = "INFO", as_json: bool = True) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     quiet = ("sentence_transformers", "transformers", "urllib3", "filelock", "jieba", "bm25s", "httpx", "slack_sdk", "slack_bolt", "faiss")
-    if logging.getLevelName(level) > logging.DEBUG:
-        for noisy in quiet:  # slack_sdk logs request details at DEBUG; keep them out unless asked
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    for noisy in quiet:  # slack_sdk logs request bodies at DEBUG: never below INFO, whatever the level asked
+        logging.getLogger(noisy).setLevel(logging.WARNING if logging.getLevelName(level) > logging.DEBUG else logging.INFO)

@@ -192,3 +192,51 @@ def test_not_recognised_reply_in_text_and_json():
     assert data["family"]["id"] == "device" and data["family"]["triage"]
     codes = {c["code"]: c for c in data["error_codes"]}
     assert codes["107001"]["system"] == "acl"
+
+
+# --- hostile input (issue #11) ------------------------------------------------------------------------
+
+
+def test_undecodable_argv_and_stdin_are_answered_not_a_traceback():
+    # Python hands bytes that are not UTF-8 over as lone surrogates (surrogateescape)
+    result = runner.invoke(app, ["ask", "--format", "json", "\udcff\udcfe " + LOG])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["id"] == "socket-bind-failed"
+    result = runner.invoke(app, ["ask", "--format", "json", "-"], input=b"\xff\xfe\x80 " + LOG.encode() + b"\n")
+    assert result.exit_code == 0, result.output
+
+
+def test_batch_reports_a_bad_line_and_goes_on(tmp_path: Path):
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b"\n".join([
+        json.dumps({"id": "lone", "query": "\ud800 " + LOG}).encode(),  # a "\ud800" escape: a lone surrogate
+        b"\xff\xfe not UTF-8 at all",
+        json.dumps([1, 2]).encode(),
+        json.dumps({"id": {"x": 1}, "query": LOG}).encode(),
+        json.dumps({"id": "last", "query": LOG}).encode(),
+    ]))
+    result = runner.invoke(app, ["ask", "--batch", str(batch)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r.get("line") for r in rows] == [None, 2, 3, 4, None]
+    assert rows[0]["id"] == "lone" and rows[0]["results"][0]["id"] == "socket-bind-failed"
+    assert all("error" in r for r in rows[1:4])
+    assert rows[4]["id"] == "last" and rows[4]["answered"] is True
+
+
+def test_feedback_report_strips_users_escape_sequences(engine_settings):
+    from bot.feedback import FeedbackStore
+
+    nasty = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m quantum-flux capacitor misaligned error \x1b[0m\r"
+    with FeedbackStore(engine_settings.feedback_db) as store:
+        store.record_unanswered(nasty, lang="en", surface="dm", channel="D0X")
+    result = runner.invoke(app, ["feedback", "report"])
+    assert result.exit_code == 0, result.output
+    assert "quantum-flux capacitor" in result.stdout
+    assert not any(ch in result.stdout for ch in "\x1b\x07\x9b\r")
+
+
+def test_quoted_log_lines_reach_the_terminal_without_control_characters():
+    result = runner.invoke(app, ["ask", "--top", "1", "\x9b2J\x1b]0;title\x07" + LOG])
+    assert result.exit_code == 0, result.output
+    assert "Socket bind failed" in result.stdout and not any(ch in result.stdout for ch in "\x9b\x07")

@@ -91,7 +91,7 @@ _CSI_INTERMEDIATES = "".join(map(chr, range(0x20, 0x30)))  # space to /
 # C0 controls but tab, newline and carriage return, and DEL; for terminals also C1 (U+009B is an 8-bit CSI).
 _CONTROL_CODES = [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]
 _CONTROL_TO_SPACE = {code: " " for code in _CONTROL_CODES}
-_TERMINAL_UNSAFE_TO_SPACE = {**_CONTROL_TO_SPACE, **{code: " " for code in range(0x80, 0xA0)}}
+_TERMINAL_UNSAFE_TO_SPACE = {**_CONTROL_TO_SPACE, 0x0D: " ", **{code: " " for code in range(0x80, 0xA0)}}
 _BINARY_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b)  # what looks_binary counts
 _TEXT_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
 BINARY_WINDOW = 8192
@@ -180,6 +180,29 @@ class Prepared:
         chosen = [i for i in focus_line_indices(self) if i not in skip and i != root_line]
         prose = [ln for ln in self._prose() if has_cjk(ln)]
         return _mask_head("\n".join(prose[:3] + [root_text] + [causes.get(i, self.lines[i]) for i in chosen]))
+
+
+def reduce_to_focus(prepared: Prepared, limit: int = 12) -> Prepared:
+    """The prepared text cut down to the lines that matter most (first error, final exception and the error
+    lines between, at most `limit`): what is left to read when an answer's time budget has run out."""
+    keep = focus_line_indices(prepared, limit)
+    if not keep:
+        written = [i for i, line in enumerate(prepared.lines) if line.strip()]
+        keep = sorted(set(written[: limit // 2] + written[-(limit // 2) :]))
+    errors = set(prepared.error_lines)
+    flags = prepared.log_flags()
+    lines = [prepared.lines[i][:MAX_KEPT_LINE] for i in keep]
+    return Prepared(
+        text="\n".join(lines),
+        lines=lines,
+        error_lines=[n for n, i in enumerate(keep) if i in errors],
+        is_log=prepared.is_log,
+        lang=prepared.lang,
+        truncated_bytes=prepared.truncated_bytes,
+        was_binary=prepared.was_binary,
+        notices=prepared.notices + ["the time budget ran out, so only the first error, the final exception and the error lines between were read"],
+        _log_flags=[flags[i] for i in keep],
+    )
 
 
 def is_error_line(line: str) -> bool:

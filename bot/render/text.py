@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.rule import Rule
 
 from bot.engine.models import Answer
+from bot.engine.normalize import strip_control
+
+
+def escape(text: str) -> str:
+    """Rich markup escaped, and no control character or escape sequence left (quoted log lines are the user's)."""
+    return _markup_escape(strip_control(text))
 
 LABELS = {
     "en": {"no_match": "Not recognised: this error is not in the knowledge base.", "closest": "Closest topics", "cause": "Cause",
@@ -26,7 +32,7 @@ def render_text(answer: Answer, console: Console) -> None:
     for code in answer.error_codes:
         name = f" = {code.name}" if code.name else ""
         module = f" ({escape(code.group)})" if code.group else ""
-        console.print(f"[bold]{label['codes']}:[/bold] {code.code}{name}{module}: {escape(code.meaning)}")
+        console.print(f"[bold]{label['codes']}:[/bold] {escape(code.code)}{escape(name)}{module}: {escape(code.meaning)}")
     if not answer.answered:
         render_not_recognised(answer, console)
         return
