@@ -44,6 +44,15 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, ge=1_000)
     feedback_db: Path = PROJECT_ROOT / "data" / "feedback.sqlite3"
 
+    # Hostile input and load (issue #11)
+    answer_budget_seconds: float = Field(10.0, gt=0.0, description="after this, an answer reads only the error lines")
+    workers: int = Field(2, ge=1, le=16, description="threads that prepare answers")
+    max_download_bytes: int = Field(8_000_000, ge=1_000, description="bytes read of one shared file, at most")
+    download_timeout_seconds: float = Field(15.0, gt=0.0, description="wall time for one message's files, at most")
+    rate_user_per_minute: float = Field(10.0, ge=0.0, description="explicit requests per user (0: no limit)")
+    rate_channel_per_minute: float = Field(30.0, ge=0.0, description="explicit requests per channel (0: no limit)")
+    escalation_cooldown_seconds: float = Field(300.0, ge=0.0, description="one Ask-a-human ping per user per period")
+
     log_level: str = "INFO"
     log_json: bool = True
 

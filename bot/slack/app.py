@@ -1,8 +1,11 @@
 """The Bolt app: Slack surfaces (mention, slash command, DM, auto-reply, file share, buttons) on top of the engine.
 
 Only `Engine.answer()` / `Engine.status()` and the `Answer` model are used; nothing here knows how answers are found.
-Every listener is acknowledged first (Bolt acks events before the listener runs; commands and actions call
-`ack()` on their first line), and the work happens afterwards on Bolt's listener thread pool.
+Every request is acknowledged first (Bolt acks events before the listener runs; commands and actions call
+`ack()` on their first line). Listeners only decide and enqueue: answers are prepared on the bot's own worker
+threads (bot/slack/work.py), clicks on a second small pool, so Bolt's threads are always free to acknowledge
+(issue #11). Payloads reach Bolt sanitised (bot/slack/payloads.py); everything user-derived that goes into a
+message passes blocks.esc.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
@@ -24,13 +26,22 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
 
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk.socket_mode.client import BaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+
 from bot.engine.models import Answer
 from bot.engine.normalize import detect_lang, looks_like_log
-from bot.feedback import FeedbackStore, excerpt, fingerprint
+from bot.engine.normalize import strip_mentions as _strip_user_mentions
+from bot.feedback import FeedbackStore, fingerprint
 from bot.settings import Settings
 from bot.slack import blocks as bk
 from bot.slack.dedupe import Cooldown, Deduper, TTLCache
-from bot.slack.files import FileText, download_text, file_name, needs_info
+from bot.slack.files import FileText, download_text, file_name, needs_info, origin_of
+from bot.slack.limits import RateLimiter
+from bot.slack.payloads import id_of, sanitize, sanitize_file, text_of
+from bot.slack.work import AUTOMATIC, EXPLICIT, WorkQueue
 from bot.logs import get_logger, kv, register_secret
 
 if TYPE_CHECKING:  # the engine is only called through answer()/status()
@@ -45,7 +56,10 @@ MIN_AUTO_CHARS = 12  # shorter channel messages are chit-chat; they never reach 
 THREAD_CONTEXT_CHARS = 25  # a mention shorter than this in a thread is answered with the thread's first message
 ANSWERED_THREAD_TTL = 7 * 24 * 3600.0
 SHARE_TTL = 24 * 3600.0
-_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+ESCALATION_THREAD_TTL = 3600.0  # one ping per thread (or private answer) per hour, however often it is clicked
+ESCALATIONS_PER_CHANNEL_HOUR = 6
+LIMIT_NOTE_SECONDS = 60.0  # at most one "slow down" note per user per minute
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")  # matched against ids Slack sends, never against message text
 _HELP_WORDS = {"help", "-h", "--help", "usage", "?", "hi", "hello", "hey", "帮助", "用法", "你好", "您好"}
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
 
@@ -75,7 +89,12 @@ class _QuietBoltWarnings(logging.Filter):
 
 def guess_lang(text: str) -> str:
     """The language of messages the bot writes itself (usage, errors): the engine's own rule, so they agree."""
-    return detect_lang((text or "").split("\n"))
+    return detect_lang((text or "")[:20_000].split("\n"))
+
+
+def user_ref(user: str | None) -> str | None:
+    """A mention of a Slack user id, only when it is one: a payload's "user" goes into message text."""
+    return f"<@{user}>" if isinstance(user, str) and _USER_ID.fullmatch(user) else None
 
 
 def retry_handlers() -> list:
@@ -109,19 +128,20 @@ def normalise_group(group: str | None) -> str | None:
 
 def event_text(event: dict[str, Any], deep: bool) -> str:
     """The message text; for integration bots (deep) also attachments (pretext, title, text, fallback, fields) and blocks."""
-    parts: list[str] = [event.get("text") or ""]
+    parts: list[str] = [text_of(event, "text") or ""]
     if deep:
         for att in event.get("attachments") or []:
             if not isinstance(att, dict):
                 continue
             for key in ("pretext", "title", "text", "fallback", "footer"):
-                if att.get(key):
-                    parts.append(str(att[key]))
-            for fld in att.get("fields") or []:
+                if isinstance(att.get(key), str) and att[key]:
+                    parts.append(att[key])
+            for fld in att.get("fields") if isinstance(att.get("fields"), list) else []:
                 if isinstance(fld, dict):
                     parts.append(f"{fld.get('title', '')}: {fld.get('value', '')}".strip(": "))
             parts.extend(_blocks_text(att.get("blocks") or []))
         parts.extend(_blocks_text(event.get("blocks") or []))
+    parts = [p for p in parts if isinstance(p, str)]
     seen: set[str] = set()
     unique = []
     for part in parts:
@@ -153,7 +173,22 @@ def _blocks_text(blocks: list[Any]) -> list[str]:
 
 
 def strip_mentions(text: str) -> str:
-    return _MENTION.sub(" ", text or "").strip()
+    """The text without user mentions (a linear scanner: a regex here froze the bot on unclosed `<@U1|`)."""
+    return _strip_user_mentions(text or "").strip()
+
+
+class SocketHandler(SocketModeHandler):
+    """Socket Mode with the same payload rules as HTTP mode: sanitised before Bolt reads them, malformed ones
+    acknowledged (so Slack does not redeliver them) and dropped."""
+
+    def handle(self, client: BaseSocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        payload = sanitize(req.payload)
+        if payload is None:
+            log.warning(kv("request_refused", status=400, reason="malformed payload", mode="socket", type=req.type))
+            client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
+        req.payload = payload
+        super().handle(client, req)
 
 
 class SlackBot:
@@ -179,8 +214,19 @@ class SlackBot:
         self.shares: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)
         self.escalation_group = normalise_group(settings.escalation_group)
         self.bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
-        self.download_hosts = self._download_hosts()
+        base = api_base_url(settings)
+        self.api_origin = origin_of(base) if base else None  # files are fetched from Slack or from exactly here
+        # Work off Bolt's threads: answers on `answers`, clicks on `clicks` (a click never waits for an answer).
+        self.answers = WorkQueue("answer", settings.workers)
+        self.clicks = WorkQueue("click", 4)
+        self.user_limit = RateLimiter(settings.rate_user_per_minute)
+        self.channel_limit = RateLimiter(settings.rate_channel_per_minute)
+        self.limit_notes = Cooldown(LIMIT_NOTE_SECONDS)
+        self.escalated: TTLCache[bool] = TTLCache(ESCALATION_THREAD_TTL, 20_000)
+        self.escalating_users = Cooldown(settings.escalation_cooldown_seconds)
+        self.escalating_channels = RateLimiter(ESCALATIONS_PER_CHANNEL_HOUR / 60.0, burst=3)
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        self.signing_secret = signing_secret or ""
         for secret in (self.bot_token, signing_secret, settings.slack_app_token.get_secret_value() if settings.slack_app_token else None):
             register_secret(secret)
         bolt_logger = logging.getLogger("mindie_help.bolt")
@@ -201,14 +247,6 @@ class SlackBot:
 
     # --- plumbing -----------------------------------------------------------------------------
 
-    def _download_hosts(self) -> set[str]:
-        hosts: set[str] = set()
-        base = api_base_url(self.settings)
-        if base:
-            parsed = urlparse(base)
-            hosts.update({parsed.netloc.lower(), (parsed.hostname or "").lower()})
-        return hosts
-
     def _register(self) -> None:
         app = self.app
         track = self._tracked
@@ -227,8 +265,9 @@ class SlackBot:
             register(everything)(track(self.on_other_request))
         app.error(self.on_error)
 
-    # In-flight accounting: the middleware counts a request in (synchronously, before Slack gets its ack),
-    # the listener wrapper counts it out when the work is done. wait_idle() lets shutdown (and tests) wait.
+    # In-flight accounting: the middleware counts a request in (synchronously, before Slack gets its ack), the
+    # listener wrapper counts it out when the listener returns; work it deferred is counted in by defer() and out
+    # when that work is done. wait_idle() lets shutdown (and tests) wait for all of it.
     def _begin(self) -> None:
         with self._idle:
             self._inflight += 1
@@ -244,6 +283,22 @@ class SlackBot:
         with self._idle:
             return self._idle.wait_for(lambda: self._inflight == 0, timeout)
 
+    def defer(self, work: WorkQueue, fn: Callable[..., Any], *args: Any, priority: int = EXPLICIT, **kwargs: Any) -> bool:
+        """Run fn on a worker, counted in flight until it is done. False when that queue is full."""
+
+        def job() -> None:
+            try:
+                fn(*args, **kwargs)
+            finally:
+                self._end()
+
+        self._begin()
+        if work.submit(job, priority):
+            return True
+        self._end()
+        log.warning(kv("queue_full", queue=work.name, pending=work.pending()))
+        return False
+
     def _tracked(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -257,7 +312,7 @@ class SlackBot:
     def _dedupe_events(self, body: dict, request: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
         """A retried delivery (X-Slack-Retry-Num) or a duplicate event_id is acknowledged and dropped."""
         if body.get("type") == "event_callback":
-            event_id = body.get("event_id")
+            event_id = text_of(body, "event_id")
             if not self.dedupe.first_event(event_id):
                 retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
                 log.info(kv("duplicate_event", event_id=event_id, retry=retry))
@@ -278,12 +333,42 @@ class SlackBot:
         log.debug(kv("event_ignored", type=event.get("type")))
 
     def on_error(self, error: Exception, body: dict) -> None:
-        log.error(kv("listener_error", error=type(error).__name__, body_type=(body or {}).get("type")), exc_info=error)
+        log.error(kv("listener_error", error=type(error).__name__, body_type=text_of(body or {}, "type")), exc_info=error)
 
-    def ask(self, text: str) -> Answer:
-        """Call the engine (serialised: one diagnosis at a time); it caps the input itself and says so."""
+    def ask(self, text: str, received: float | None = None) -> Answer:
+        """Call the engine (serialised: one diagnosis at a time); it caps the input itself and says so. The time
+        budget runs from when the request arrived: a reply that waited in the queue reads only the error lines."""
+        started = received if received is not None else time.monotonic()
         with self._engine_lock:
-            return self.engine.answer(text)
+            return self.engine.answer(text, deadline=started + self.settings.answer_budget_seconds)
+
+    def close(self) -> None:
+        """Stop the worker threads once they are idle (shutdown)."""
+        self.answers.close()
+        self.clicks.close()
+
+    # --- rate limits --------------------------------------------------------------------------
+
+    def limited(self, user: str | None, channel: str | None) -> int:
+        """0 when this explicit request may go ahead, else roughly how many seconds the user should wait."""
+        if user and not self.user_limit.allow(("user", user)):
+            return self.user_limit.wait_seconds(("user", user))
+        if channel and not self.channel_limit.allow(("channel", channel)):
+            return self.channel_limit.wait_seconds(("channel", channel))
+        return 0
+
+    def _limit_note(self, channel: str | None, user: str | None, wait: int, lang: str, response_url: str | None = None) -> None:
+        log.info(kv("rate_limited", channel=channel, user=user, wait=wait))
+        if not user or not self.limit_notes.allow(user):
+            return  # one note per minute: the notes themselves must not become a flood
+        text = bk.label(lang, "rate_limited", seconds=wait)
+        if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, text=text):
+            self._ephemeral(channel, user, text)
+
+    def _busy(self, channel: str | None, user: str | None, lang: str, response_url: str | None = None) -> None:
+        text = bk.label(lang, "busy")
+        if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, text=text):
+            self._ephemeral(channel, user, text)
 
     def webhook(self, url: str) -> WebhookClient:
         return WebhookClient(url=url, timeout=15, retry_handlers=retry_handlers())
@@ -324,14 +409,20 @@ class SlackBot:
     # --- files --------------------------------------------------------------------------------
 
     def fetch_files(self, files: list[dict[str, Any]] | None) -> list[FileText]:
+        """Download up to 5 shared files within one total time cap (download_timeout_seconds)."""
         out: list[FileText] = []
-        for info in (files or [])[:5]:
+        deadline = time.monotonic() + self.settings.download_timeout_seconds
+        for info in (files if isinstance(files, list) else [])[:5]:
             if not isinstance(info, dict):
                 continue
             try:
-                if needs_info(info) and info.get("id"):
-                    info = self.client.files_info(file=info["id"]).get("file") or info
-                result = download_text(info, token=self.bot_token, max_bytes=self.settings.max_file_bytes, extra_hosts=self.download_hosts)
+                if needs_info(info) and isinstance(info.get("id"), str):
+                    found = self.client.files_info(file=info["id"]).get("file")
+                    info = sanitize_file(found) or info
+                result = download_text(
+                    info, token=self.bot_token, max_bytes=self.settings.max_file_bytes, api_origin=self.api_origin,
+                    max_download=self.settings.max_download_bytes, deadline=deadline,
+                )
             except Exception as exc:
                 result = FileText(file_name(info), skipped=f"could not read it ({_api_error(exc)})")
             log.info(kv("file", name_len=len(result.name), ok=result.ok, chars=len(result.text), truncated=result.truncated, skipped=result.skipped))
@@ -343,6 +434,8 @@ class SlackBot:
         for f in files:
             if f.skipped:
                 notes.append(bk.label(lang, "file_skipped", name=bk.inline_code(f.name), reason=bk.esc(f.skipped)))
+            elif f.stopped == "time":
+                notes.append(bk.label(lang, "file_slow", name=bk.inline_code(f.name)))
             elif f.truncated:
                 notes.append(bk.label(lang, "truncated_file", name=bk.inline_code(f.name), kb=self.settings.max_file_bytes * 2 // 5 // 1024))
         return notes
@@ -359,28 +452,43 @@ class SlackBot:
         self._identify(context)
         if self._skip_reason(event, context) is not None:
             return
-        channel, ts = event.get("channel"), event.get("ts")
-        self.answer_explicit(
-            surface="mention", channel=channel, ts=ts, thread_ts=event.get("thread_ts") or ts, root_ts=event.get("thread_ts"),
-            user=event.get("user"), text=event_text(event, deep=bool(event.get("bot_id"))), files=event.get("files"),
+        channel, ts = text_of(event, "channel"), text_of(event, "ts")
+        if not channel:
+            return
+        self.request_explicit(
+            surface="mention", channel=channel, ts=ts, thread_ts=text_of(event, "thread_ts") or ts,
+            root_ts=text_of(event, "thread_ts"), user=text_of(event, "user"),
+            text=event_text(event, deep=bool(event.get("bot_id"))), files=event.get("files"),
         )
+
+    def request_explicit(self, *, surface: str, channel: str, ts: str | None, user: str | None, text: str, **kwargs: Any) -> None:
+        """On Bolt's thread: rate limits and the queue; the answer itself is prepared by a worker."""
+        received = time.monotonic()
+        if not self.dedupe.claim_message(channel, ts):
+            log.info(kv("duplicate_message", surface=surface, channel=channel, ts=ts))
+            return
+        wait = self.limited(user, channel)
+        if wait:
+            self.defer(self.clicks, self._limit_note, channel, user, wait, guess_lang(text[:2000]))
+            return
+        job = functools.partial(self.answer_explicit, surface=surface, channel=channel, ts=ts, user=user, text=text, received=received, **kwargs)
+        if not self.defer(self.answers, job):
+            self.defer(self.clicks, self._busy, channel, user, guess_lang(text[:2000]))
 
     def answer_explicit(
         self,
         *,
         surface: str,
         channel: str,
-        ts: str,
+        ts: str | None,
         thread_ts: str | None,
         root_ts: str | None,
         user: str | None,
         text: str,
         files: list[dict] | None,
+        received: float | None = None,
     ) -> None:
         """Someone asked the bot: it always replies (answer, honest no-match, usage, or a short error)."""
-        if not self.dedupe.claim_message(channel, ts):
-            log.info(kv("duplicate_message", surface=surface, channel=channel, ts=ts))
-            return
         started = time.monotonic()
         ref = uuid.uuid4().hex[:8]
         own = strip_mentions(text)
@@ -398,7 +506,7 @@ class SlackBot:
                 self.post(channel, thread_ts, bk.render_text("\n".join(notes + [usage]), lang))
                 log.info(kv("usage", surface=surface, channel=channel, skipped_files=len(notes)))
                 return
-            answer = self.ask(query)
+            answer = self.ask(query, received)
             fp = fingerprint(query)
             escalate = {"t": thread_ts, "l": answer.lang, "f": fp[:16]}
             rendered = bk.render_answer(answer, fp=fp, escalate_value=escalate, extra_notes=notes)
@@ -419,7 +527,7 @@ class SlackBot:
             log.warning(kv("thread_root_failed", channel=channel, error=_api_error(exc)))
             return ""
         for message in data.get("messages") or []:
-            if message.get("ts") == root_ts:
+            if isinstance(message, dict) and message.get("ts") == root_ts:
                 files = self.fetch_files(message.get("files"))
                 deep = bool(message.get("bot_id")) and message.get("bot_id") in self.settings.answer_bot_ids
                 return self.compose(strip_mentions(event_text(message, deep=deep)), files)
@@ -433,50 +541,65 @@ class SlackBot:
             log.warning(kv("thread_check_failed", channel=channel, error=_api_error(exc)))
             return False
         for message in data.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
             if (self.bot_id and message.get("bot_id") == self.bot_id) or (self.bot_user_id and message.get("user") == self.bot_user_id):
                 self.answered_threads.set((channel, root_ts), time.time())
                 return True
         return False
 
     def on_command(self, ack: Any, command: dict) -> None:
-        text = (command.get("text") or "").strip()
-        lang = guess_lang(text)
-        if not text or text.lower() in _HELP_WORDS:
-            usage = bk.render_usage(lang)
+        raw = text_of(command, "text") or ""
+        if not raw.strip() or raw.strip().lower() in _HELP_WORDS:
+            usage = bk.render_usage(guess_lang(raw.strip()))
             ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
             return
-        ack()
+        ack()  # first, before anything that can wait: Slack gives up after 3 s
+        received = time.monotonic()
+        user, channel = text_of(command, "user_id"), text_of(command, "channel_id")
+        response_url = text_of(command, "response_url")
+        wait = self.limited(user, channel)
+        if wait:
+            self.defer(self.clicks, self._limit_note, channel, user, wait, guess_lang(raw[:2000]), response_url)
+            return
+        if not self.defer(self.answers, self.answer_command, command, received):
+            self.defer(self.clicks, self._busy, channel, user, guess_lang(raw[:2000]), response_url)
+
+    def answer_command(self, command: dict, received: float | None = None) -> None:
+        text = (text_of(command, "text") or "").strip()
+        lang = guess_lang(text)
         started = time.monotonic()
-        response_url = command.get("response_url")
-        channel = command.get("channel_id")
+        response_url = text_of(command, "response_url")
+        channel = text_of(command, "channel_id")
         try:
-            answer = self.ask(text)
+            answer = self.ask(text, received)
             fp = fingerprint(text)
             share = None
             if answer.answered and answer.results:
                 key = uuid.uuid4().hex[:16]
                 self.shares.set(key, (answer, fp))
                 share = {"k": key, "q": text[:1500]}
-            rendered = bk.render_answer(answer, fp=fp, share_value=share, escalate_value={"t": None, "l": answer.lang, "f": fp[:16], "x": excerpt(text)})
+            # No excerpt of the question in the escalation: the answer is ephemeral, the question was private.
+            rendered = bk.render_answer(answer, fp=fp, share_value=share, escalate_value={"t": None, "l": answer.lang, "f": fp[:16], "p": "1"})
             if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
                 raise RuntimeError("response_url post failed")
             if not answer.answered:
                 self._record_gap(text, answer, "command", channel)
-            self._log_reply("command", channel, command.get("user_id"), text, answer, fp, started)
+            self._log_reply("command", channel, text_of(command, "user_id"), text, answer, fp, started)
         except Exception as exc:
             ref = uuid.uuid4().hex[:8]
             log.error(kv("command_failed", channel=channel, ref=ref, error=_api_error(exc)), exc_info=not isinstance(exc, (SlackApiError, RuntimeError)))
             err = bk.render_error(ref, lang)
             if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **err.as_kwargs()):
-                self._ephemeral(channel, command.get("user_id"), err.text)
+                self._ephemeral(channel, text_of(command, "user_id"), err.text)
 
     # --- message events: DMs and auto-replies ------------------------------------------------------
 
     def _skip_reason(self, event: dict, context: Any) -> str | None:
         """Why a message must not be answered: edits, joins, our own messages, other bots."""
-        subtype = event.get("subtype")
-        bot_id = event.get("bot_id")
-        user = event.get("user")
+        subtype = text_of(event, "subtype")
+        bot_id = text_of(event, "bot_id")
+        user = text_of(event, "user")
         if (bot_id and bot_id == self.bot_id) or (user and user == self.bot_user_id):
             return "self"
         if subtype == "bot_message" or bot_id:
@@ -493,38 +616,42 @@ class SlackBot:
         self._identify(context)
         reason = self._skip_reason(event, context)
         if reason is not None:
-            log.debug(kv("message_ignored", reason=reason, channel=event.get("channel")))
+            log.debug(kv("message_ignored", reason=reason, channel=text_of(event, "channel")))
             return
         integration = bool(event.get("bot_id"))
         text = event_text(event, deep=integration)
-        channel, ts = event.get("channel"), event.get("ts")
-        if event.get("channel_type") == "im":
-            self.answer_explicit(
-                surface="dm", channel=channel, ts=ts, thread_ts=event.get("thread_ts"), root_ts=event.get("thread_ts"),
-                user=event.get("user"), text=text, files=event.get("files"),
+        channel, ts = text_of(event, "channel"), text_of(event, "ts")
+        if not channel:
+            return
+        if text_of(event, "channel_type") == "im":
+            self.request_explicit(
+                surface="dm", channel=channel, ts=ts, thread_ts=text_of(event, "thread_ts"), root_ts=text_of(event, "thread_ts"),
+                user=text_of(event, "user"), text=text, files=event.get("files"),
             )
             return
         if not integration and self.bot_user_id and f"<@{self.bot_user_id}" in text:
             return  # the app_mention event answers it
-        self.auto_reply(event, text, integration)
-
-    def auto_reply(self, event: dict, text: str, integration: bool) -> None:
-        """A channel message: one quiet, confident reply in its thread when it is a pasted log, else silence."""
-        channel, ts = event.get("channel"), event.get("ts")
         settings = self.settings
         if not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels):
             return
-        who = event.get("user") or event.get("bot_id") or "?"
+        who = text_of(event, "user") or text_of(event, "bot_id") or "?"
         if self.cooldown.active(who):
             log.info(kv("auto_cooldown", channel=channel, user=who))
             return
-        thread_ts = event.get("thread_ts")
-        root = thread_ts or ts
-        files = event.get("files") or []
-        if not text.strip() and not files:
+        if not text.strip() and not event.get("files"):
             return
         if not self.dedupe.claim_message(channel, ts):
             return
+        if not self.defer(self.answers, self.auto_reply, event, text, integration, time.monotonic(), priority=AUTOMATIC):
+            log.warning(kv("auto_dropped", channel=channel, reason="queue_full"))
+
+    def auto_reply(self, event: dict, text: str, integration: bool, received: float | None = None) -> None:
+        """A channel message: one quiet, confident reply in its thread when it is a pasted log, else silence."""
+        channel, ts = text_of(event, "channel"), text_of(event, "ts")
+        who = text_of(event, "user") or text_of(event, "bot_id") or "?"
+        thread_ts = text_of(event, "thread_ts")
+        root = thread_ts or ts
+        files = event.get("files") or []
         started = time.monotonic()
         try:
             fetched = self.fetch_files(files) if files else []
@@ -538,7 +665,7 @@ class SlackBot:
             query = self.compose(text, readable)
             if not query.strip():
                 return
-            answer = self.ask(query)
+            answer = self.ask(query, received)
             fp = fingerprint(query)
             if not answer.answered or not answer.results:
                 if is_log:
@@ -559,15 +686,27 @@ class SlackBot:
         except Exception as exc:  # auto-replies fail silently in the channel, loudly in the log
             log.error(kv("auto_failed", channel=channel, error=_api_error(exc)), exc_info=not isinstance(exc, SlackApiError))
 
-    # --- buttons ------------------------------------------------------------------------------
+    # --- buttons: acknowledged at once, handled on the click pool -------------------------------------
 
     def on_feedback(self, ack: Any, body: dict, action: dict) -> None:
         ack()
+        self.defer(self.clicks, self.record_feedback, body, action)
+
+    def on_share(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        self.defer(self.clicks, self.share, body, action, time.monotonic())
+
+    def on_escalate(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        self.defer(self.clicks, self.escalate, body, action)
+
+    def record_feedback(self, body: dict, action: dict) -> None:
         value = bk.parse_value(action.get("value"))
-        user = (body.get("user") or {}).get("id")
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        user = id_of(body, "user")
+        container = body.get("container") or {}
+        channel = id_of(body, "channel") or text_of(container, "channel_id")
         entry, fp = value.get("e"), value.get("f")
-        lang = value.get("l") or _lang_of_buttons(action)
+        lang = _lang_of(value, action)
         helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
         if not (user and entry and fp):
             log.warning(kv("feedback_invalid", has_user=bool(user), has_entry=bool(entry)))
@@ -584,48 +723,64 @@ class SlackBot:
             thanks += bk.label(lang, "thanks_changed")
         self._reply_to_click(body, thanks)
 
-    def on_share(self, ack: Any, body: dict, action: dict) -> None:
-        ack()
+    def share(self, body: dict, action: dict, received: float | None = None, cached: tuple[Answer, str] | None = None) -> None:
         value = bk.parse_value(action.get("value"))
-        user = (body.get("user") or {}).get("id")
-        response_url = body.get("response_url")
+        user = id_of(body, "user")
+        response_url = text_of(body, "response_url")
         try:
-            cached = self.shares.get(value.get("k")) if value.get("k") else None
-            if cached is not None:
-                answer, fp = cached
-            else:  # after a restart: answer the question again
-                query = value.get("q") or ""
-                answer, fp = self.ask(query), fingerprint(query)
-            rendered = bk.render_answer(answer, fp=fp, shared_by=user)
+            cached = cached or (self.shares.get(value["k"]) if value.get("k") else None)
+            if cached is None:  # after a restart: answer the question again, on the answer pool
+                if not self.defer(self.answers, self._share_again, body, action, received):
+                    raise RuntimeError("answer queue full")
+                return
+            answer, fp = cached
+            rendered = bk.render_answer(answer, fp=fp, shared_by=user_ref(user))
             if not self.send_response_url(response_url, response_type="in_channel", replace_original=False, **rendered.as_kwargs()):
                 raise RuntimeError("response_url post failed")
             self.send_response_url(response_url, delete_original=True)
-            log.info(kv("shared", channel=(body.get("channel") or {}).get("id"), fp=fp[:12]))
+            log.info(kv("shared", channel=id_of(body, "channel"), fp=fp[:12]))
         except Exception as exc:
             ref = uuid.uuid4().hex[:8]
             log.error(kv("share_failed", ref=ref, error=_api_error(exc)))
-            self._reply_to_click(body, bk.render_error(ref, _lang_of_buttons(action)).text)
+            self._reply_to_click(body, bk.render_error(ref, _lang_of(value, action)).text)
 
-    def on_escalate(self, ack: Any, body: dict, action: dict) -> None:
-        ack()
+    def _share_again(self, body: dict, action: dict, received: float | None) -> None:
+        query = bk.parse_value(action.get("value")).get("q") or ""
+        self.share(body, action, received, (self.ask(query, received), fingerprint(query)))
+
+    def escalate(self, body: dict, action: dict) -> None:
+        """Tag the support group, once per thread (or private answer) per hour and once per user per cooldown.
+        An ephemeral answer's question was private: nothing of it is posted."""
         value = bk.parse_value(action.get("value"))
-        lang = value.get("l") or "en"
-        user = (body.get("user") or {}).get("id") or "someone"
+        lang = _lang_of(value, action)
+        user = id_of(body, "user")
         container = body.get("container") or {}
-        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
-        thread_ts = value.get("t") or container.get("thread_ts")
-        if not thread_ts and not container.get("is_ephemeral"):
-            thread_ts = container.get("message_ts")
+        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        private = container.get("is_ephemeral") is True or value.get("p") == "1"
+        thread_ts = value.get("t") or text_of(container, "thread_ts")
+        if not thread_ts and not private:
+            thread_ts = text_of(container, "message_ts")
+        key = (channel, thread_ts or text_of(container, "message_ts") or value.get("f") or "?")
+        if key in self.escalated:
+            log.info(kv("escalation_repeated", channel=channel))
+            self._reply_to_click(body, bk.label(lang, "escalated_already"))
+            return
+        if (user and self.escalating_users.active(user)) or (channel and not self.escalating_channels.allow(channel)):
+            log.info(kv("escalation_limited", channel=channel))
+            self._reply_to_click(body, bk.label(lang, "escalated_recently"))
+            return
         group = f"<!subteam^{self.escalation_group}> " if self.escalation_group else ""
-        text = bk.label(lang, "escalated", group=group, user=user)
-        if value.get("x"):
-            text += "\n" + bk.label(lang, "escalation_excerpt", excerpt=bk.inline_code(str(value["x"])[:300]))
+        text = bk.label(lang, "escalated", group=group, user=user_ref(user) or bk.label(lang, "someone"))
         try:
             if not channel:
                 raise RuntimeError("no channel in the action payload")
             self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
-            log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f")))
-            self._reply_to_click(body, bk.label(lang, "escalated_ack"))
+            self.escalated.set(key, True)
+            if user:
+                self.escalating_users.allow(user)
+            log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f"), private=private))
+            ack_text = bk.label(lang, "escalated_ack") + (bk.label(lang, "escalated_private") if private else "")
+            self._reply_to_click(body, ack_text)
         except Exception as exc:
             ref = uuid.uuid4().hex[:8]
             error = _api_error(exc)
@@ -637,11 +792,11 @@ class SlackBot:
 
     def _reply_to_click(self, body: dict, text: str) -> None:
         """An ephemeral note to whoever clicked: via response_url, else chat.postEphemeral."""
-        if self.send_response_url(body.get("response_url"), response_type="ephemeral", replace_original=False, text=text):
+        if self.send_response_url(text_of(body, "response_url"), response_type="ephemeral", replace_original=False, text=text):
             return
         container = body.get("container") or {}
-        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
-        self._ephemeral(channel, (body.get("user") or {}).get("id"), text, container.get("thread_ts"))
+        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        self._ephemeral(channel, id_of(body, "user"), text, text_of(container, "thread_ts"))
 
     def _ephemeral(self, channel: str | None, user: str | None, text: str, thread_ts: str | None = None) -> None:
         if not channel or not user:
@@ -680,8 +835,12 @@ class SlackBot:
         )
 
 
-def _lang_of_buttons(action: dict) -> str:
-    return guess_lang(((action.get("text") or {}).get("text")) or "")
+def _lang_of(value: dict[str, str], action: dict) -> str:
+    """The reply language a button carries ("l"), else the language of its label."""
+    if value.get("l") in bk.LABELS:
+        return value["l"]
+    label = action.get("text")
+    return guess_lang(text_of(label, "text") or "" if isinstance(label, dict) else "")
 
 
 def _api_error(exc: BaseException) -> str:

@@ -68,11 +68,17 @@ LABELS: dict[str, dict[str, str]] = {
         "thanks_up": "Thanks for the feedback 👍",
         "thanks_down": "Thanks, noted 👎. You can also ask a human in the channel.",
         "thanks_changed": " (your earlier vote was changed)",
-        "escalated": "{group}<@{user}> asked for a human: the bot had no confident answer here.",
+        "escalated": "{group}{user} asked for a human: the bot had no confident answer here.",
         "escalated_ack": "I've asked the support team to take a look.",
+        "escalated_private": " Your question was visible only to you, so it was not posted: add it in the channel for them.",
+        "escalated_already": "The support team has already been asked about this; they will reply in the thread.",
+        "escalated_recently": "You asked for a human a few minutes ago; the support team has been told.",
+        "someone": "someone",
         "not_in_channel": "I can't post in this conversation. Invite me with `/invite @mindie-help`, or ask the support team directly.",
-        "escalation_excerpt": "Question: {excerpt}",
-        "shared_by": "Shared by <@{user}>",
+        "shared_by": "Shared by {user}",
+        "rate_limited": "You're sending requests faster than I can answer them; please try again in about {seconds} s.",
+        "busy": "I'm answering a lot of questions right now; please try again in a minute.",
+        "file_slow": "Only the first part of {name} could be downloaded in time.",
         "file_skipped": "Skipped file {name}: {reason}.",
         "truncated_file": "Only the first and last {kb} KB of {name}, and the error lines between, were read.",
     },
@@ -112,11 +118,17 @@ LABELS: dict[str, dict[str, str]] = {
         "thanks_up": "感谢反馈 👍",
         "thanks_down": "已记录 👎。也可以在频道里找人工支持。",
         "thanks_changed": "（已修改你之前的投票）",
-        "escalated": "{group}<@{user}> 请求人工支持：机器人没有可信的答案。",
+        "escalated": "{group}{user} 请求人工支持：机器人没有可信的答案。",
         "escalated_ack": "已通知支持团队。",
+        "escalated_private": "你的问题只有你自己可见，因此没有贴出：请在频道里补充给支持团队。",
+        "escalated_already": "已经通知过支持团队了，他们会在话题中回复。",
+        "escalated_recently": "你几分钟前已请求过人工支持，支持团队已收到通知。",
+        "someone": "有人",
         "not_in_channel": "我无法在这个会话中发消息。请用 `/invite @mindie-help` 邀请我，或直接联系支持团队。",
-        "escalation_excerpt": "问题：{excerpt}",
-        "shared_by": "由 <@{user}> 分享",
+        "shared_by": "由 {user} 分享",
+        "rate_limited": "你的请求太频繁了，请约 {seconds} 秒后再试。",
+        "busy": "当前问题较多，请一分钟后再试。",
+        "file_slow": "{name} 只在时限内下载了开头部分。",
         "file_skipped": "已跳过文件 {name}：{reason}。",
         "truncated_file": "{name} 只读取了开头和结尾各 {kb} KB，以及其间的报错行。",
     },
@@ -144,7 +156,9 @@ class Rendered:
 
 
 def esc(text: str) -> str:
-    """Escape the three characters Slack's mrkdwn treats as control characters."""
+    """The one escaping function for anything user-derived in a message (blocks and the fallback `text` alike):
+    the three characters Slack's mrkdwn treats as control characters. With `<` escaped, no `<!channel>`,
+    `<!subteam^...>`, `<@U...>` or `<https://evil|label>` in a user's text can ping or disguise a link."""
     return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -192,12 +206,16 @@ def button_value(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))[:MAX_BUTTON_VALUE]
 
 
-def parse_value(value: str | None) -> dict[str, Any]:
+def parse_value(value: Any) -> dict[str, str]:
+    """A button's value, keeping only string fields: a value is JSON the bot wrote, but a payload can carry
+    anything (`"f": 5` raised in a listener, issue #11 finding 12)."""
+    if not isinstance(value, str):
+        return {}
     try:
         data = json.loads(value or "{}")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(data, dict) else {}
 
 
 def section(text: str) -> dict[str, Any]:
@@ -301,24 +319,36 @@ def _code_lines(answer: Answer) -> list[str]:
 
 
 def fallback_text(answer: Answer) -> str:
+    """The top-level `text` (notifications, clients without blocks): Slack parses it as mrkdwn too, so every
+    value in it is escaped like the blocks are (a command filled from a log once pinged a whole channel here)."""
     lang = answer.lang
     if not answer.answered or not answer.results:
         lines = [label(lang, "not_recognised" if answer.root or answer.family else "no_match")]
         if answer.root:
-            lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {clip(answer.root.text, MAX_QUOTED_LINE)}")
+            lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {esc(clip(answer.root.text, MAX_QUOTED_LINE))}")
         if answer.family:
-            lines.append(label(lang, "family", title=answer.family.title))
-            lines.append(f"{label(lang, 'triage')}: " + " ".join(f"{i}. {s}" for i, s in enumerate(answer.family.triage[:3], 1)))
+            lines.append(esc(label(lang, "family", title=answer.family.title)))
+            lines.append(f"{label(lang, 'triage')}: " + " ".join(f"{i}. {esc(s)}" for i, s in enumerate(answer.family.triage[:3], 1)))
         if answer.suggestions:
-            lines.append(f"{label(lang, 'closest')}: " + "; ".join(answer.suggestions[:3]))
-        return clip("\n".join(lines), MAX_FALLBACK)
+            lines.append(f"{label(lang, 'closest')}: " + "; ".join(esc(s) for s in answer.suggestions[:3]))
+        return clip_escaped("\n".join(lines), MAX_FALLBACK)
     top = answer.results[0]
-    lines = [f"{label(lang, 'top')} ({pct(top.confidence)}): {top.title}", f"{label(lang, 'cause')}: {top.cause}"]
+    lines = [f"{label(lang, 'top')} ({pct(top.confidence)}): {esc(top.title)}", f"{label(lang, 'cause')}: {esc(top.cause)}"]
     steps = top.fix_steps or [top.fix]
-    lines.append(f"{label(lang, 'fix')}: " + " ".join(f"{i}. {s}" for i, s in enumerate(steps, 1)))
+    lines.append(f"{label(lang, 'fix')}: " + " ".join(f"{i}. {esc(s)}" for i, s in enumerate(steps, 1)))
     if top.commands:
-        lines.append(f"{label(lang, 'commands')}: " + " | ".join(top.commands[:3]))
-    return clip("\n".join(lines), MAX_FALLBACK)
+        lines.append(f"{label(lang, 'commands')}: " + " | ".join(esc(c) for c in top.commands[:3]))
+    return clip_escaped("\n".join(lines), MAX_FALLBACK)
+
+
+def clip_escaped(text: str, limit: int) -> str:
+    """clip() that never cuts an entity such as &lt; in two (a lone "&l" would show as text, harmlessly, but
+    an "&" left bare is what esc() exists to prevent)."""
+    clipped = clip(text, limit)
+    amp = clipped.rfind("&", max(0, len(clipped) - 6))
+    if amp != -1 and ";" not in clipped[amp:]:
+        clipped = clipped[:amp] + "…"
+    return clipped
 
 
 def render_answer(

@@ -130,7 +130,7 @@ def _install_sigterm(stop: threading.Event) -> None:
 def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
     from bot.slack.server import EVENTS_PATH, HEALTH_PATH, make_server
 
-    server = make_server(bot.app, bot.engine.status, host, port)
+    server = make_server(bot.app, bot.engine.status, host, port, signing_secret=bot.signing_secret)
     stop = threading.Event()
     _install_sigterm(stop)
     log.info(kv("http_listening", host=host, port=server.port, events=EVENTS_PATH, health=HEALTH_PATH))
@@ -141,15 +141,16 @@ def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
     finally:
         server.server_close()
         bot.wait_idle(10.0)  # let replies in progress finish
+        bot.close()
         bot.feedback.close()
         log.info(kv("stopped", mode="http"))
 
 
 def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
+    from bot.slack.app import SocketHandler
 
     assert settings.slack_app_token is not None
-    handler = SocketModeHandler(bot.app, settings.slack_app_token.get_secret_value())
+    handler = SocketHandler(bot.app, settings.slack_app_token.get_secret_value())
     stop = threading.Event()
     _install_sigterm(stop)
     try:
@@ -168,5 +169,6 @@ def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
     finally:
         handler.close()
         bot.wait_idle(10.0)
+        bot.close()
         bot.feedback.close()
         log.info(kv("stopped", mode="socket"))

@@ -1,25 +1,36 @@
 """HTTP mode: a small threaded HTTP server in front of Bolt.
 
-POST /slack/events  events, slash commands and interactivity (Bolt verifies the v0 signature and the timestamp)
+POST /slack/events  events, slash commands and interactivity
 GET  /healthz       JSON engine status
+
+A request's v0 signature and timestamp are checked on the raw bytes before anything parses them (issue #11,
+finding 10: unsigned junk got a 500 and a traceback each). A signed body is then parsed and sanitised
+(bot/slack/payloads.py); what cannot be read gets a 400. Bolt receives the sanitised payload as JSON, signed
+again with the same secret and timestamp, so its own verification still runs on exactly what it reads.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
 from bot.logs import get_logger, kv
+from bot.slack.payloads import sanitize
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # Slack payloads are far smaller; this only guards memory
 SOCKET_TIMEOUT = 30.0
+MAX_CLOCK_SKEW = 300  # seconds, as Slack and Bolt allow
 
 log = get_logger()
 
@@ -29,11 +40,18 @@ class SlackHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], app: App, status: Callable[[], dict[str, Any]], path: str = EVENTS_PATH) -> None:
+    def __init__(self, address: tuple[str, int], app: App, status: Callable[[], dict[str, Any]], signing_secret: str,
+                 path: str = EVENTS_PATH) -> None:
+        if not signing_secret:
+            raise ValueError("HTTP mode needs the signing secret")
         self.bolt_app = app
         self.status = status
+        self.signing_secret = signing_secret.encode()
         self.events_path = path
         super().__init__(address, _Handler)
+
+    def signature(self, timestamp: str, body: bytes) -> str:
+        return "v0=" + hmac.new(self.signing_secret, b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
 
     @property
     def port(self) -> int:
@@ -112,23 +130,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(413, "payload too large")
             return
         raw = self.rfile.read(length)
-        try:
-            body = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            self._send(400, "body is not UTF-8")
+        timestamp = self.headers.get("X-Slack-Request-Timestamp") or ""
+        refusal = self._refusal(timestamp, self.headers.get("X-Slack-Signature") or "", raw)
+        if refusal and length < 512 and raw.startswith(b"ssl_check=1"):  # Slack's certificate probe, unsigned
+            self._send(200, "")
             return
+        if refusal:
+            log.warning(kv("request_refused", status=401, reason=refusal, bytes=length))
+            self._send(401, "")
+            return
+        payload = _parse(raw, self.headers.get("Content-Type") or "")
+        if payload is None:
+            log.warning(kv("request_refused", status=400, reason="malformed payload", bytes=length))
+            self._send(400, "malformed payload")
+            return
+        body = json.dumps(payload, ensure_ascii=False)
         headers: dict[str, list[str]] = {}
         for key, value in self.headers.items():
-            headers.setdefault(key.lower(), []).append(value)
+            if key.lower() not in ("content-type", "content-length", "x-slack-signature"):
+                headers.setdefault(key.lower(), []).append(value)
+        headers["content-type"] = ["application/json"]
+        headers["x-slack-signature"] = [self.server.signature(timestamp, body.encode("utf-8"))]
         try:
             response: BoltResponse = self.server.bolt_app.dispatch(BoltRequest(body=body, query=query, headers=headers))
         except Exception as exc:  # Bolt handles listener errors itself; this is a last resort
             log.error(kv("dispatch_failed", error=type(exc).__name__), exc_info=exc)
             self._send(500, "")
             return
-        if response.status == 401:
-            log.warning(kv("request_refused", status=401, reason="invalid or stale signature", bytes=length))
         self._send(response.status, response.body or "", response.headers)
+
+    def _refusal(self, timestamp: str, signature: str, raw: bytes) -> str | None:
+        """Why the request is not Slack's, or None: checked before the body is parsed at all."""
+        if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
+            return "missing or non-numeric timestamp"
+        if abs(time.time() - int(timestamp)) > MAX_CLOCK_SKEW:
+            return "stale timestamp"
+        if not hmac.compare_digest(self.server.signature(timestamp, raw), signature):
+            return "invalid signature"
+        return None
 
     def _drain(self) -> None:
         length = self.headers.get("Content-Length")
@@ -138,6 +177,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def make_server(app: App, status: Callable[[], dict[str, Any]], host: str = "0.0.0.0", port: int = 3000) -> SlackHTTPServer:
+def _parse(raw: bytes, content_type: str) -> dict[str, Any] | None:
+    """A signed body as Slack sends it (JSON, a form, or a form whose `payload` is JSON), sanitised; None when
+    it is none of these."""
+    try:
+        text = raw.decode("utf-8")
+        if content_type.split(";")[0].strip().lower() == "application/json" or text.lstrip().startswith("{"):
+            return sanitize(json.loads(text))
+        form = dict(parse_qsl(text, keep_blank_values=True))
+        if "payload" in form:
+            return sanitize(json.loads(form["payload"]))
+        return sanitize(form)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
+def make_server(app: App, status: Callable[[], dict[str, Any]], host: str = "0.0.0.0", port: int = 3000, *,
+                signing_secret: str) -> SlackHTTPServer:
     """Bind (port 0 picks a free one); call serve_forever() or start_background()."""
-    return SlackHTTPServer((host, port), app, status)
+    return SlackHTTPServer((host, port), app, status, signing_secret)

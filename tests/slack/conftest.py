@@ -34,7 +34,7 @@ def make_harness(engine, fake_slack: FakeSlack, tmp_path: Path):
     def factory(**overrides: Any) -> Harness:
         settings = make_settings(fake_slack, tmp_path, **overrides)
         bot = SlackBot(settings, engine)
-        server = make_server(bot.app, engine.status, "127.0.0.1", 0)
+        server = make_server(bot.app, engine.status, "127.0.0.1", 0, signing_secret=bot.signing_secret)
         server.start_background()
         harness = Harness(bot, server, fake_slack, settings)
         made.append(harness)
@@ -45,6 +45,7 @@ def make_harness(engine, fake_slack: FakeSlack, tmp_path: Path):
     for harness in made:
         harness.bot.wait_idle(10)
         harness.server.stop()
+        harness.bot.close()
         harness.bot.feedback.close()
     fake_slack.reset()
 

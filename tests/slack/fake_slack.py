@@ -56,6 +56,9 @@ class FakeSlack:
         self.fail_once: dict[str, str] = {}  # API method -> Slack error code to return once
         self.response_status: dict[str, int] = {}  # response hook name -> HTTP status to return
         self.files: dict[str, tuple[bytes, str]] = {}  # name -> (content, content type)
+        self.drip: dict[str, float] = {}  # file name -> seconds between 1-byte writes (a slow-loris download)
+        self.redirect_files: dict[str, str] = {}  # file name -> Location of a 302 (to somewhere else)
+        self.sent_bytes: dict[str, int] = {}  # file name -> bytes written before the client went away
         self.file_infos: dict[str, dict] = {}  # file id -> files.info "file"
         self.replies: dict[tuple[str, str], list[dict]] = {}  # (channel, ts) -> messages
         self.ws_url: str | None = None
@@ -79,6 +82,9 @@ class FakeSlack:
             self.fail_once.clear()
             self.response_status.clear()
             self.files.clear()
+            self.drip.clear()
+            self.redirect_files.clear()
+            self.sent_bytes.clear()
             self.file_infos.clear()
             self.replies.clear()
 
@@ -205,6 +211,28 @@ class FakeSlack:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _stream(self, name: str, content: bytes, ctype: str, interval: float | None) -> None:
+                """Write a file in pieces (one byte per `interval` for a drip), counting what got out."""
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                step = 1 if interval else 1 << 16
+                sent = 0
+                try:
+                    for start in range(0, len(content), step):
+                        self.wfile.write(content[start : start + step])
+                        self.wfile.flush()
+                        sent += len(content[start : start + step])
+                        if interval:
+                            time.sleep(interval)
+                except OSError:
+                    pass  # the bot stopped reading: that is the point
+                finally:
+                    with fake._lock:
+                        fake.sent_bytes[name] = sent
+                    self.close_connection = True
+
             def _body(self) -> tuple[bytes, dict[str, Any]]:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 ctype = (self.headers.get("Content-Type") or "").lower()
@@ -248,9 +276,16 @@ class FakeSlack:
                         fake._record(Call("file", name, {}, headers, 302))
                         self._reply(302, b"", "text/html", {"Location": "https://test.slack.com/?redir=login"})
                         return
+                    if name in fake.redirect_files:
+                        fake._record(Call("file", name, {}, headers, 302))
+                        self._reply(302, b"", "text/plain", {"Location": fake.redirect_files[name]})
+                        return
                     content, ctype = fake.files.get(name, (b"", ""))
                     status = 200 if ctype else 404
                     fake._record(Call("file", name, {}, headers, status))
+                    if status == 200 and (name in fake.drip or len(content) > 1 << 20):
+                        self._stream(name, content, ctype, fake.drip.get(name))
+                        return
                     self._reply(status, content, ctype or "text/plain")
                     return
                 self._reply(404, b"{}")

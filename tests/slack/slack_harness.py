@@ -42,6 +42,10 @@ def make_settings(fake: FakeSlack, tmp_path: Path, **overrides: Any) -> Settings
         "auto_reply": True,
         "auto_reply_channels": [],
         "answer_bot_ids": ["BALERTS01"],
+        # Tests send many requests from one user; the rate-limit tests set their own limits.
+        "rate_user_per_minute": 0.0,
+        "rate_channel_per_minute": 0.0,
+        "escalation_cooldown_seconds": 0.0,
     }
     values.update(overrides)
     return Settings(**values)

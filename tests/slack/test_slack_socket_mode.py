@@ -20,20 +20,19 @@ def wait_until(predicate, timeout: float = 15.0) -> None:
 
 @pytest.fixture
 def socket_bot(engine, fake_slack, tmp_path):
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-    from bot.slack.app import SlackBot
+    from bot.slack.app import SlackBot, SocketHandler
 
     fake_slack.reset()
     ws = FakeSocketModeServer().start()
     fake_slack.ws_url = ws.url
     bot = SlackBot(make_settings(fake_slack, tmp_path), engine)
-    handler = SocketModeHandler(bot.app, APP_TOKEN, ping_interval=30)
+    handler = SocketHandler(bot.app, APP_TOKEN, ping_interval=30)
     handler.connect()
     assert ws.connected.wait(10), "the client never connected"
     yield bot, ws
     handler.close()
     bot.wait_idle(10)
+    bot.close()
     bot.feedback.close()
     ws.stop()
     fake_slack.ws_url = None
