@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.engine.normalize import clean, is_error_line, mask
+from bot.engine.normalize import clean, is_error_line, mask, scrub_surrogates
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS votes (
@@ -97,7 +97,8 @@ def redact(text: str) -> str:
 
 def excerpt(text: str, limit: int = 200) -> str:
     """A short redacted excerpt: the first error-looking lines, else the first lines of the query."""
-    lines = [ln.strip() for ln in (text or "").replace("\r", "\n").split("\n") if ln.strip() and ln.strip() != "```"]
+    text = scrub_surrogates(text or "")  # SQLite cannot store a lone surrogate (issue #11)
+    lines = [ln.strip() for ln in text.replace("\r", "\n").split("\n") if ln.strip() and ln.strip() != "```"]
     picked = [ln for ln in lines if is_error_line(ln)][:2] or lines[:2]
     out = redact(" ⏎ ".join(ln[:limit] for ln in picked))
     out = _SPACE.sub(" ", out).strip()

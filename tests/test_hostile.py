@@ -226,3 +226,13 @@ def test_an_answer_past_its_budget_reads_only_the_lines_that_matter(engine):
     assert answer.results[0].id == "socket-bind-failed"
     assert any("time budget ran out" in n for n in answer.notices)
     assert not any("time budget" in n for n in engine.answer(log, deadline=time.monotonic() + 60).notices)
+
+
+def test_lone_surrogates_reach_neither_fingerprints_nor_the_feedback_store(tmp_path):
+    from bot.feedback import FeedbackStore
+
+    text = "\ud800 " + OOM_LINE + " \udfff"
+    assert fingerprint(text) == fingerprint("\ufffd " + OOM_LINE + " \ufffd")
+    with FeedbackStore(tmp_path / "fb.sqlite3") as store:
+        store.record_unanswered(text, lang="en", surface="dm")
+        assert "\ufffd" in store.gaps()[0].excerpt
