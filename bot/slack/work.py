@@ -8,13 +8,14 @@ in flight, 20 of 20 commands missed Slack's 3-second ack because Bolt's pool sat
 from __future__ import annotations
 
 import itertools
-import logging
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger("mindie_help")
+from bot.logs import get_logger, kv
+
+log = get_logger()
 
 EXPLICIT = 0  # someone asked: mentions, DMs, slash commands, buttons
 AUTOMATIC = 1  # auto-replies to pasted logs wait behind them
@@ -51,7 +52,7 @@ class WorkQueue:
             try:
                 job()
             except Exception as exc:  # a job logs its own failures; this only keeps the worker alive
-                log.error("event=work_failed queue=%s error=%s", self.name, type(exc).__name__, exc_info=exc)
+                log.error(kv("work_failed", queue=self.name, error=type(exc).__name__), exc_info=exc)
 
     def close(self) -> None:
         """Let queued work finish, then stop the threads (used at shutdown, after wait_idle)."""
