@@ -196,9 +196,11 @@ def serve(
 @corpus_app.command("check")
 def corpus_check(
     facts: Optional[Path] = typer.Option(None, "--facts", help="list of the FAQ's commands per entry (default: tests/data/faq_commands if present)"),
+    faultdiag: Optional[Path] = typer.Option(None, "--faultdiag", help="also check a FaultDiag kg-config.json pack (default: MINDIE_HELP_FAULTDIAG_KG)"),
 ) -> None:
     """Validate every corpus file; print problems as FILE: field.path: what is wrong."""
     from bot.corpus.check import check_corpus
+    from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 
     settings = _read_settings()
     if facts is None:
@@ -210,7 +212,19 @@ def corpus_check(
     if problems:
         err.print(f"corpus check failed: {len(problems)} problem(s)")
         raise typer.Exit(1)
-    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures")
+    codes = len(corpus.codes) + sum(len(c.codes) for c in corpus.catalogues)
+    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.families)} families, {codes} error codes, "
+              f"{sum(len(e.signatures) for e in corpus.entries)} signatures")
+    pack = faultdiag or settings.faultdiag_kg
+    if pack is not None:
+        try:
+            loaded = load_faultdiag(pack, taken=set(corpus.by_id))
+        except FaultDiagError as exc:
+            out.print(str(exc), markup=False)
+            err.print("faultdiag pack check failed")
+            raise typer.Exit(1) from None
+        out.print(f"faultdiag pack OK: {len(loaded.entries)} entries from {pack} "
+                  f"({len(loaded.skipped)} entities without a keyword trigger left out)", markup=False)
 
 
 # Every labelled set; eval/README.md says which are development data and which is still an honest estimate.

@@ -24,6 +24,7 @@ class Settings(BaseSettings):
     index_dir: Path = PROJECT_ROOT / "embeddings"
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers model name or folder")
     dense_enabled: bool = True
+    faultdiag_kg: Path | None = Field(None, description="a FaultDiag kg-config.json loaded as extra, lower-priority entries")
 
     # Answering
     top_k: int = Field(3, ge=1, le=20)

@@ -57,6 +57,14 @@ class Corpus:
     catalogues: list[CodeCatalogue] = field(default_factory=list)
     digest: str = ""
 
+    def with_entries(self, extra: list[Entry], source: str, digest: str) -> "Corpus":
+        """This corpus plus entries from elsewhere (a FaultDiag pack); the digest covers both, so the dense
+        index is rebuilt when either changes."""
+        files = {**self.files, **{e.id: source for e in extra}}
+        combined = hashlib.sha256(f"{self.digest}:{digest}".encode()).hexdigest()
+        return Corpus(root=self.root, entries=self.entries + extra, files=files, codes=self.codes, scope=self.scope,
+                      families=self.families, aftermath=self.aftermath, catalogues=self.catalogues, digest=combined)
+
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.entries}
         self.family_by_id = {f.id: f for f in self.families}

@@ -8,10 +8,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 from bot.corpus.loader import Corpus, load_corpus
 from bot.corpus.schema import PLACEHOLDER, Entry, Family
 from bot.engine import dense as dense_mod
@@ -94,7 +96,7 @@ class Engine:
     @classmethod
     def from_settings(cls, settings: Settings, progress: bool = False, rebuild: bool = False) -> "Engine":
         """Load the corpus (CorpusError if invalid), the model and the index (rebuilt when stale)."""
-        corpus = load_corpus(settings.corpus_dir)
+        corpus = with_pack(load_corpus(settings.corpus_dir), settings.faultdiag_kg)
         dense = load_dense(corpus, settings, progress=progress, rebuild=rebuild)
         return cls(corpus, settings, dense)
 
@@ -338,6 +340,19 @@ def explain_ranking(evidence: dict[str, float], matched: list[MatchedLine]) -> s
     if evidence.get("dense", 0) > 0:
         parts.append(f"dense {evidence['dense']:.2f}")
     return ", ".join(parts) or "no evidence"
+
+
+def with_pack(corpus: Corpus, path: Path | None) -> Corpus:
+    """Add a FaultDiag knowledge pack's entries; an unusable pack is reported and left out, never fatal."""
+    if path is None:
+        return corpus
+    try:
+        pack = load_faultdiag(path, taken=set(corpus.by_id))
+    except FaultDiagError as exc:
+        log.error("faultdiag_pack_refused reason=%s", exc)
+        return corpus
+    log.info("faultdiag_pack_loaded path=%s entries=%d skipped=%d", path, len(pack.entries), len(pack.skipped))
+    return corpus.with_entries(pack.entries, f"faultdiag:{Path(path).name}", pack.digest)
 
 
 def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebuild: bool = False) -> DenseState:
