@@ -20,11 +20,12 @@ log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 FEATURES = ("fused", "signature", "lexical", "dense", "on_root", "family_agrees", "family_differs", "margin",
-            "is_log", "consequence_only", "foreign", "no_root_match")
+            "is_log", "consequence_only", "foreign", "no_root_match", "length", "error_lines")
 # The direction each feature may push confidence (0: either). A fitted weight against its direction is an
 # artefact of correlated features, so fitting drops that feature rather than keep a rule nobody could defend.
 SIGNS = {"fused": 1, "signature": 1, "lexical": 1, "dense": 1, "on_root": 1, "family_agrees": 1, "family_differs": -1,
-         "margin": 1, "is_log": 0, "consequence_only": -1, "foreign": -1, "no_root_match": -1}
+         "margin": 1, "is_log": 0, "consequence_only": -1, "foreign": -1, "no_root_match": -1, "length": 0,
+         "error_lines": 0}
 
 
 @dataclass

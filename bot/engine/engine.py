@@ -234,6 +234,9 @@ class Engine:
             family_agrees=agrees.astype(float), family_differs=differs.astype(float), margin=margin,
             is_log=np.full(n, float(prepared.is_log)), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
             no_root_match=np.full(n, float(has_root and not ev.on_root.any())),
+            # A long paste with many error lines is harder to pin on one entry than a short question.
+            length=np.full(n, min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))),
+            error_lines=np.full(n, min(1.0, np.log1p(len(prepared.error_lines)) / np.log(50))),
         )
 
     def _adjust(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
