@@ -229,14 +229,19 @@ class Engine:
         differs = (self.entry_family != family_id) & known if family_id else np.zeros(n, dtype=bool)
         foreign = 1.0 if self.scope.foreign_label(prepared.text) else 0.0
         has_root = ev.analysis.root is not None
+        length = min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))
         return Features.build(
             fused=fused, signature=ev.signatures, lexical=ev.lexical, dense=ev.dense, on_root=ev.on_root,
             family_agrees=agrees.astype(float), family_differs=differs.astype(float), margin=margin,
             is_log=np.full(n, float(prepared.is_log)), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
             no_root_match=np.full(n, float(has_root and not ev.on_root.any())),
             # A long paste with many error lines is harder to pin on one entry than a short question.
-            length=np.full(n, min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))),
+            length=np.full(n, length),
             error_lines=np.full(n, min(1.0, np.log1p(len(prepared.error_lines)) / np.log(50))),
+            # How far fused evidence and a signature hit can be trusted differs between a short question and a
+            # long log, where generic lines match symptom-level entries.
+            fused_x_length=fused * length,
+            signature_x_log=ev.signatures * float(prepared.is_log),
         )
 
     def _adjust(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
