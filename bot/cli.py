@@ -210,7 +210,8 @@ def corpus_check(
     if problems:
         err.print(f"corpus check failed: {len(problems)} problem(s)")
         raise typer.Exit(1)
-    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures")
+    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures, "
+              f"{corpus.compat.rows} compatibility rows")
 
 
 # Every labelled set; eval/README.md says which are development data and which is still an honest estimate.
