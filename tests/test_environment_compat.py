@@ -14,7 +14,7 @@ from bot.corpus.loader import CorpusError, load_corpus
 from bot.environment.versions import parse_version
 from bot.settings import get_settings
 
-from conftest import CORPUS
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
 runner = CliRunner()
 
