@@ -159,3 +159,23 @@ def test_a_chinese_paste_gets_a_chinese_section(engine):
     assert answer.lang == "zh"
     text = _text(answer)
     assert "环境检查" in text and "必须配套 CANN 8.2.RC1" in text
+
+
+def _realworld(case_id: str) -> str:
+    path = Path(__file__).resolve().parent.parent / "eval" / "realworld.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        if case["id"] == case_id:
+            return case["query"]
+    raise KeyError(case_id)
+
+
+def test_real_reports_get_the_mismatch_in_their_paste_named(engine):
+    # vllm-ascend issue 384: garbled output from vllm-ascend 0.7.3 on CANN 8.0.RC3 (the fix was another CANN)
+    answer = engine.answer(_realworld("rw-a010"))
+    check = next(c for c in answer.environment.checks if c.pair == ("vllm_ascend", "cann"))
+    assert check.verdict == "mismatch" and check.values == ("0.7.3", "8.0.RC3") and check.fix == "install CANN 8.1.RC1"
+    assert "vllm-ascend 0.7.3 ↔ CANN 8.0.RC3" in _text(answer)
+    # "which torch should I install for vllm-ascend 0.9.0?": the release's torch and torch_npu are named
+    answer = engine.answer(_realworld("rw-a016"))
+    assert any(o.kind == "expected" and "torch 2.5.1, torch_npu 2.5.1" in o.message for o in answer.environment.observations)

@@ -242,4 +242,6 @@ def test_informal_aliases_cover_both_languages():
     assert informal.key_component("torch-npu版本") == "torch_npu"
     assert informal.key_component("Driver / npu-smi") == "driver"
     assert informal.key_component("vLLM Ascend Version") == "vllm_ascend"
+    assert informal.key_component("Current transformers version") == "transformers"
+    assert informal.key_component("当前CANN版本") == "cann"
     assert packages.normalise("Torch_NPU") == "torch-npu"

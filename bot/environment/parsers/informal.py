@@ -33,6 +33,7 @@ ALIASES: dict[str, str] = {
     "tritonascend": "triton_ascend",
 }
 _STRIP_KEY = re.compile(r"[\s\-_`*'\"]+|version|版本号?|号", re.IGNORECASE)
+_KEY_PREFIX = re.compile(r"^(?:current|installed|my|the|used|当前|已安装的?|安装的|使用的?)\s*", re.IGNORECASE)
 _PIECE = re.compile(
     r"^\s*(?:[-*•>]\s*)?(?P<key>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff .\-/`*'\"]{0,40}?)\s*"
     r"(?:[:：=]=?|==|\s)\s*[`'\"]?v?(?P<ver>\d+(?:\.\w+)*(?:[ .]rc\d+)?(?:\+\w+)?)[`'\"]?"
@@ -49,7 +50,8 @@ _PYTHON_INLINE = re.compile(r"(?<![\w.])python\s*==\s*(3\.\d{1,2}(?:\.\d{1,3})?)
 
 
 def key_component(key: str) -> str | None:
-    return ALIASES.get(_STRIP_KEY.sub("", key.lower()))
+    """"Current transformers version" and "当前CANN版本" name the same thing as "transformers" and "CANN"."""
+    return ALIASES.get(_STRIP_KEY.sub("", _KEY_PREFIX.sub("", key.strip().lower())))
 
 
 def parse(lines: list[str]) -> Parsed:
