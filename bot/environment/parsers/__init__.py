@@ -17,6 +17,12 @@ TOOL, TEXT, HINT = 3, 2, 1
 MAX_LINE = 500  # environment lines are short (an npu-smi row is ~120 characters); longer ones are log noise
 
 
+def worth(line: str, words: tuple[str, ...]) -> bool:
+    """A cheap gate before a parser's regexes: plain substring tests keep a 1 MB log fast."""
+    low = line.lower()
+    return any(word in low for word in words)
+
+
 @dataclass(frozen=True)
 class RawFact:
     component: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from bot.environment.parsers import HINT, MAX_LINE, TOOL, Parsed
+from bot.environment.parsers import HINT, MAX_LINE, TOOL, Parsed, worth
 
 _PACKAGE_NAME = re.compile(r"^\s*package_name\s*=\s*(\S+)", re.IGNORECASE)
 _INFO_VERSION = re.compile(r"^\s*version\s*=\s*(\d[\w.\-]*)\s*$", re.IGNORECASE)
@@ -32,11 +32,14 @@ _WHEEL = re.compile(r"\b(torch_npu|torch|vllm_ascend|mindie_llm|mindie_turbo)-(\
 _IMAGE = re.compile(r"\b(?:[\w.\-]+/)*(mindie|vllm-ascend|cann):v?(\d[\w.]*?)(?:-([\w.\-]+))?(?=\s|$|['\"`)])", re.IGNORECASE)
 
 
+_WORDS = ("=", "mindie", "atb", "ascend-", ".whl", "torch_npu-", "torch-", "vllm_ascend-", "vllm-ascend:", "cann:")
+
+
 def parse(lines: list[str]) -> Parsed:
     out = Parsed()
     package: tuple[str, int] | None = None  # the package_name= line a version= line belongs to
     for i, line in enumerate(lines):
-        if len(line) > MAX_LINE:
+        if len(line) > MAX_LINE or not worth(line, _WORDS):
             continue
         if (name := _PACKAGE_NAME.match(line)) is not None:
             package = (name.group(1).lower(), i)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from bot.environment.parsers import MAX_LINE, TEXT, Parsed, RawFact
+from bot.environment.parsers import MAX_LINE, TEXT, Parsed, RawFact, worth
 
 # Normalised key (lower case, no spaces, dashes, underscores or the word "version") -> component.
 ALIASES: dict[str, str] = {
@@ -49,6 +49,11 @@ _HDK = re.compile(r"\bHDK\s*[:：]?\s*(\d{2}\.\d+(?:\.\w+)*)", re.IGNORECASE)
 _PYTHON_INLINE = re.compile(r"(?<![\w.])python\s*==\s*(3\.\d{1,2}(?:\.\d{1,3})?)\b", re.IGNORECASE)
 
 
+# A line without any of these words cannot hold a fact this parser reads.
+_WORDS = ("cann", "torch", "vllm", "transformers", "python", "py3", "mindie", "atb", "nnal", "driver", "firmware", "hdk",
+          "triton", "toolkit", "npu", "910", "310", "950", "atlas", "300i", "800i", "800t", "驱动", "固件")
+
+
 def key_component(key: str) -> str | None:
     """"Current transformers version" and "当前CANN版本" name the same thing as "transformers" and "CANN"."""
     return ALIASES.get(_STRIP_KEY.sub("", _KEY_PREFIX.sub("", key.strip().lower())))
@@ -57,7 +62,7 @@ def key_component(key: str) -> str | None:
 def parse(lines: list[str]) -> Parsed:
     out = Parsed()
     for i, line in enumerate(lines):
-        if len(line) > MAX_LINE or not line.strip():
+        if len(line) > MAX_LINE or not line.strip() or not worth(line, _WORDS):
             continue
         table = _TABLE_ROW.match(line)
         if table and (component := key_component(table.group(1))) is not None:

@@ -40,7 +40,8 @@ def parse(lines: list[str]) -> Parsed:
     in_processes = False
     pending: tuple[int, str, str | None, int] | None = None  # (npu, name, health, line) of a row waiting for its chip row
     for i, line in enumerate(lines):
-        if len(line) > MAX_LINE:
+        if len(line) > MAX_LINE or not ("|" in line or "+-" in line or "+=" in line or "npu-smi" in line or "dcmi" in line
+                                        or "Drv" in line or "No running" in line or "ret is" in line):
             continue
         header = _HEADER.search(line)
         if header:

@@ -42,8 +42,8 @@ def parse(lines: list[str]) -> Parsed:
     out = Parsed()
     listing: list[int] = []  # lines shaped like "name version": a listing when several follow one another
     for i, raw in enumerate(lines):
-        if len(raw) > MAX_LINE:
-            continue
+        if len(raw) > MAX_LINE or (len(raw.split()) > 6 and "==" not in raw):
+            continue  # a listing row has a name, a version and at most a few more columns; log lines have more
         prefix = _PREFIX.match(raw)
         line = raw[prefix.end():] if prefix else raw
         source = f"collect_env ({prefix.group(1)})" if prefix else None

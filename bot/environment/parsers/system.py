@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.environment.parsers import MAX_LINE, TEXT, TOOL, Parsed
+from bot.environment.parsers import MAX_LINE, TEXT, TOOL, Parsed, worth
 
 _PYTHON_CMD = re.compile(r"^\s*Python\s+(3\.\d{1,2}(?:\.\d{1,3})?)\s*$")
 _PYTHON_KEY = re.compile(r"^\s*(?:[-*•]\s*)?`?python`?(?:\s*(?:version|版本))?\s*(?:[:：=]=?)\s*v?(3\.\d{1,2}(?:\.\d{1,3})?)\b"
@@ -21,11 +21,14 @@ _DISTRO = re.compile(r"ubuntu|debian|centos|euler|kylin|麒麟|uos|ctyun|bclinux
 _GLIBC = re.compile(r"\bglibc[- ]?(2\.\d{1,2})\b|ldd \(GNU libc\) (2\.\d{1,2})\b", re.IGNORECASE)
 
 
+_WORDS = ("python", "aarch64", "x86_64", "arm64", "glibc", "gnu libc", "=", "os", "操作系统", "arch")
+
+
 def parse(lines: list[str]) -> Parsed:
     out = Parsed()
     os_release: dict[str, tuple[str, int]] = {}
     for i, line in enumerate(lines):
-        if len(line) > MAX_LINE:
+        if len(line) > MAX_LINE or not worth(line, _WORDS):
             continue
         if (cmd := _PYTHON_CMD.match(line)) is not None:
             out.add("python", cmd.group(1), "python --version", i, TOOL)
