@@ -152,6 +152,47 @@ def _ask_batch(settings: Settings, batch: Path, top: int, retriever: str) -> Non
         sys.stdout.flush()
 
 
+@app.command("env")
+def env(
+    text: Optional[str] = typer.Argument(None, help='pasted npu-smi info, pip list, version files...; "-" reads stdin'),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="read the paste from a file"),
+    fmt: str = typer.Option("text", "--format", help="text or json"),
+) -> None:
+    """Check pasted environment facts (npu-smi info, pip list, CANN/MindIE/driver versions) against the
+    compatibility table; with nothing to read, list the commands that collect them."""
+    from bot.corpus.loader import load_corpus
+    from bot.engine.normalize import prepare
+    from bot.environment.checker import all_commands, check_environment
+    from bot.environment.present import commands_only, section
+    from bot.render.environment import print_section
+
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(2)
+    settings = _settings()
+    asked = not (text is None and file is None and sys.stdin.isatty())
+    query, cut = _read_query(text, file, settings.max_input_bytes) if asked else ("", [])
+    try:
+        compat = load_corpus(settings.corpus_dir).compat
+    except CorpusError as exc:
+        err.print(f"[red]The corpus is invalid[/red] ({len(exc.problems)} problem(s)); fix these and try again:", markup=True)
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+    prepared = prepare(query, settings.max_input_bytes)
+    report = check_environment(prepared.text, compat) if prepared.text.strip() else None
+    if report is not None:
+        report = report.model_copy(update={"only": False})  # asked for explicitly: no "this is a dump" preamble
+    if fmt == "json":
+        payload = {"lang": prepared.lang, "notices": cut + prepared.notices,
+                   "environment": report.model_dump(mode="json") if report else None,
+                   "commands": [c.model_dump() for c in (report.commands if report else all_commands())]}
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    for notice in cut + prepared.notices:
+        out.print(f"[yellow]note:[/yellow] {notice}")
+    print_section(section(report, prepared.lang) if report else commands_only(prepared.lang, all_commands()), out)
+
+
 @app.command()
 def index(rebuild: bool = typer.Option(False, "--rebuild", help="rebuild even if the saved index is current")) -> None:
     """Build (or verify) the FAISS index in the index folder."""
@@ -214,7 +255,8 @@ def corpus_check(
         raise typer.Exit(1)
     codes = len(corpus.codes) + sum(len(c.codes) for c in corpus.catalogues)
     out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.families)} families, {codes} error codes, "
-              f"{sum(len(e.signatures) for e in corpus.entries)} signatures")
+              f"{sum(len(e.signatures) for e in corpus.entries)} signatures, "
+              f"{corpus.compat.rows} compatibility rows")
     pack = faultdiag or settings.faultdiag_kg
     if pack is not None:
         try:

@@ -29,6 +29,8 @@ from bot.engine.root import RootAnalysis, RootFinder
 from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
 from bot.engine.text import warm_up
+from bot.environment.checker import check_environment
+from bot.environment.models import EnvironmentReport
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -158,7 +160,20 @@ class Engine:
             retriever=retriever,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
             family=self._family_out(ev.family, lang, ev) if ev.family else None,
+            environment=self.environment(prepared.text, answered),
         )
+
+    def environment(self, text: str, answered: bool = False) -> EnvironmentReport | None:
+        """The Environment section (bot/environment): versions, cards and packages in the paste against the
+        compatibility table. An environment dump with no recognised error gets it as the whole answer."""
+        try:
+            report = check_environment(text, self.corpus.compat)
+        except Exception:  # the environment check adds to an answer; it must never cost the diagnosis
+            log.exception("environment_check_failed")
+            return None
+        if report is not None and report.only and answered:
+            report = report.model_copy(update={"only": False})
+        return report
 
     def evidence(self, prepared: Prepared, use: set[str]) -> "Evidence":
         """Each retriever's evidence for every entry, in [0, 1]; retrievers not in use give zeros."""

@@ -7,6 +7,8 @@ from rich.markup import escape
 from rich.rule import Rule
 
 from bot.engine.models import Answer
+from bot.environment.present import section as environment_section
+from bot.render.environment import print_section
 
 LABELS = {
     "en": {"no_match": "Not recognised: this error is not in the knowledge base.", "closest": "Closest topics", "cause": "Cause",
@@ -27,8 +29,14 @@ def render_text(answer: Answer, console: Console) -> None:
         name = f" = {code.name}" if code.name else ""
         module = f" ({escape(code.group)})" if code.group else ""
         console.print(f"[bold]{label['codes']}:[/bold] {code.code}{name}{module}: {escape(code.meaning)}")
+    env = answer.environment
+    if env is not None and env.only and not answer.answered:  # an environment dump: the check is the answer
+        print_section(environment_section(env, answer.lang), console)
+        return
     if not answer.answered:
         render_not_recognised(answer, console)
+        if env is not None:
+            print_section(environment_section(env, answer.lang, brief=True), console)
         return
     for rank, hit in enumerate(answer.results, 1):
         console.print(Rule(style="dim"))
@@ -48,6 +56,8 @@ def render_text(answer: Answer, console: Console) -> None:
                 console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
                 console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
         console.print()
+    if env is not None:
+        print_section(environment_section(env, answer.lang, brief=True), console)
 
 
 def render_not_recognised(answer: Answer, console: Console) -> None:

@@ -25,7 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 from slack_sdk.webhook import WebhookClient
 
 from bot.engine.models import Answer
-from bot.engine.normalize import detect_lang, looks_like_log
+from bot.engine.normalize import detect_lang, looks_like_log, prepare
 from bot.feedback import FeedbackStore, excerpt, fingerprint
 from bot.settings import Settings
 from bot.slack import blocks as bk
@@ -441,6 +441,9 @@ class SlackBot:
     def on_command(self, ack: Any, command: dict) -> None:
         text = (command.get("text") or "").strip()
         lang = guess_lang(text)
+        if text.split(maxsplit=1)[:1] in (["env"], ["ENV"], ["Env"]):
+            self.on_env_command(ack, command, text[3:].strip())
+            return
         if not text or text.lower() in _HELP_WORDS:
             usage = bk.render_usage(lang)
             ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
@@ -469,6 +472,16 @@ class SlackBot:
             err = bk.render_error(ref, lang)
             if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **err.as_kwargs()):
                 self._ephemeral(channel, command.get("user_id"), err.text)
+
+    def on_env_command(self, ack: Any, command: dict, paste: str) -> None:
+        """`/mindie-help env <paste>`: the environment check alone, answered in the ack (it is fast and needs no model);
+        with nothing pasted, the commands that collect the facts."""
+        lang = guess_lang(paste)
+        report = self.engine.environment(prepare(paste, self.settings.max_input_bytes).text) if paste else None
+        rendered = bk.render_environment_report(report, lang)
+        ack(text=rendered.text, blocks=rendered.blocks, response_type="ephemeral")
+        log.info(kv("env_command", channel=command.get("channel_id"), facts=len(report.facts) if report else 0,
+                    verdict=report.verdict if report else None))
 
     # --- message events: DMs and auto-replies ------------------------------------------------------
 
