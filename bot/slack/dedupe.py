@@ -1,4 +1,6 @@
-"""Small thread-safe, bounded, time-limited caches: event de-duplication, thread memory, per-user cooldown."""
+"""Event de-duplication, thread memory and per-user cooldowns, shared by every replica through the database
+(bot/storage.py SharedState), with bounded in-memory caches in front: they answer same-replica repeats without a
+round trip, and stand in alone (with a warning) while the database is unreachable."""
 
 from __future__ import annotations
 
@@ -6,7 +8,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from bot.logs import get_logger, kv
+
+if TYPE_CHECKING:
+    from bot.storage import SharedState
+
+log = get_logger()
 
 V = TypeVar("V")
 
@@ -53,6 +62,10 @@ class TTLCache(Generic[V]):
             self._purge(self._clock())
             return len(self._items)
 
+    def pop(self, key: Hashable) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
     def add_if_absent(self, key: Hashable, value: V) -> bool:
         """Atomically set key unless a live value exists. True when this call added it (i.e. first sighting)."""
         with self._lock:
@@ -66,36 +79,143 @@ class TTLCache(Generic[V]):
             return True
 
 
-class Deduper:
-    """First-sighting check for Slack deliveries: by event_id (retries) and by (channel, ts) (same message, two events)."""
+def _key(key: Hashable) -> str:
+    return ":".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
 
-    def __init__(self, ttl: float = 3600.0, maxsize: int = 20_000) -> None:
+
+class _Shared:
+    """The database when it answers, the in-memory cache when it does not (warned once per outage)."""
+
+    def __init__(self, state: "SharedState | None") -> None:
+        self.state = state
+        self._warned_outage = 0
+
+    def fallback(self, what: str) -> None:
+        db = self.state.db if self.state is not None else None
+        if db is not None and self._warned_outage != db.outages:
+            self._warned_outage = db.outages
+            log.warning(kv("shared_state_fallback", what=what, to="memory", note="replicas may repeat work until the database is back"))
+
+    def call(self, what: str, fn: Callable[[], V], default: V) -> V | None:
+        """fn() against the database; None when there is none or it is unavailable (the caller uses memory)."""
+        from bot.storage import DatabaseUnavailable
+
+        if self.state is None:
+            return None
+        try:
+            return fn()
+        except DatabaseUnavailable:
+            self.fallback(what)
+            return None
+
+
+class Deduper:
+    """First-sighting check for Slack deliveries: by event_id (retries), by (channel, ts) (same message, two
+    events) and by trigger_id (a replayed slash command or click). With a database, exactly one replica wins.
+
+    Event and request claims are "processing" until finish(): a duplicate arriving meanwhile is dropped while the
+    replica holding it is alive, and taken over if that replica died before finishing.
+    """
+
+    def __init__(self, ttl: float = 3600.0, maxsize: int = 20_000, state: "SharedState | None" = None) -> None:
+        self.ttl = ttl
         self._events: TTLCache[bool] = TTLCache(ttl, maxsize)
         self._messages: TTLCache[bool] = TTLCache(ttl, maxsize)
+        self._shared = _Shared(state)
+
+    def _claim(self, cache: TTLCache[bool], kind: str, key: Hashable, processing: bool, db_key: str | None = None) -> bool:
+        if key in cache:  # this replica saw it: no round trip
+            return False
+        state = self._shared.state
+        shared_key = db_key if db_key is not None else _key(key)
+        won = self._shared.call(kind, lambda: state.claim(kind, shared_key, self.ttl, processing=processing), False)  # type: ignore[union-attr]
+        if won is None:
+            return cache.add_if_absent(key, True)
+        if won:
+            cache.set(key, True)
+        return won
 
     def first_event(self, event_id: str | None) -> bool:
         if not event_id:
             return True
-        return self._events.add_if_absent(event_id, True)
+        return self._claim(self._events, "event", event_id, processing=True)
+
+    def first_request(self, kind: str, trigger_id: str | None) -> bool:
+        """A slash command or interaction, by its trigger_id: Slack never retries these, so a repeat is a replay."""
+        if not trigger_id:
+            return True
+        return self._claim(self._events, kind, (kind, trigger_id), processing=True, db_key=trigger_id)
+
+    def finish(self, kind: str, key: str) -> None:
+        """The work for a processing claim is done: its duplicates are dropped even if this replica dies later."""
+        self._shared.call(kind, lambda: self._shared.state.finish(kind, key), None)  # type: ignore[union-attr]
 
     def claim_message(self, channel: str | None, ts: str | None) -> bool:
         """True for the first handler that claims this message; later claims (other event types, retries) get False."""
         if not channel or not ts:
             return True
-        return self._messages.add_if_absent((channel, ts), True)
+        return self._claim(self._messages, "message", (channel, ts), processing=False)
+
+
+class SharedMarks:
+    """Keys that stay marked for `ttl` seconds on every replica (e.g. threads the bot answered)."""
+
+    def __init__(self, kind: str, ttl: float, maxsize: int = 50_000, state: "SharedState | None" = None) -> None:
+        self.kind = kind
+        self.ttl = ttl
+        self._cache: TTLCache[float] = TTLCache(ttl, maxsize)
+        self._shared = _Shared(state)
+
+    def __contains__(self, key: Hashable) -> bool:
+        if key in self._cache:
+            return True
+        live = self._shared.call(self.kind, lambda: self._shared.state.live(self.kind, _key(key)), False)  # type: ignore[union-attr]
+        return bool(live)
+
+    def set(self, key: Hashable, value: float) -> None:
+        self._cache.set(key, value)
+        self._shared.call(self.kind, lambda: self._shared.state.mark(self.kind, _key(key), self.ttl), None)  # type: ignore[union-attr]
+
+    def claim(self, key: Hashable) -> bool:
+        """Atomically mark the key; False when it was marked already (by any replica)."""
+        if key in self._cache:
+            return False
+        won = self._shared.call(self.kind, lambda: self._shared.state.claim(self.kind, _key(key), self.ttl), False)  # type: ignore[union-attr]
+        if won is None:
+            return self._cache.add_if_absent(key, time.time())
+        if won:
+            self._cache.set(key, time.time())
+        return won
+
+    def release(self, key: Hashable) -> None:
+        self._cache.pop(key)
+        self._shared.call(self.kind, lambda: self._shared.state.release(self.kind, _key(key)), None)  # type: ignore[union-attr]
 
 
 class Cooldown:
-    """Per-key rate limit: `allow(key)` is True at most once per `seconds` (0 disables the limit)."""
+    """Per-key rate limit: `allow(key)` is True at most once per `seconds` (0 disables the limit), on all replicas.
+    `seconds` may be overridden per call (a channel's own cooldown)."""
 
-    def __init__(self, seconds: float, maxsize: int = 10_000) -> None:
+    def __init__(self, seconds: float, maxsize: int = 10_000, state: "SharedState | None" = None) -> None:
         self.seconds = seconds
-        self._cache: TTLCache[bool] | None = TTLCache(seconds, maxsize) if seconds > 0 else None
+        self._cache: TTLCache[bool] = TTLCache(max(seconds, 1.0), maxsize)
+        self._shared = _Shared(state)
 
-    def active(self, key: str) -> bool:
-        return self._cache is not None and key in self._cache
-
-    def allow(self, key: str) -> bool:
-        if self._cache is None:
+    def active(self, key: str, seconds: float | None = None) -> bool:
+        own = seconds is None or seconds == self.seconds
+        if (self.seconds if seconds is None else seconds) <= 0:
+            return False
+        if own and key in self._cache:
             return True
-        return self._cache.add_if_absent(key, True)
+        return bool(self._shared.call("cooldown", lambda: self._shared.state.live("cooldown", key), False))  # type: ignore[union-attr]
+
+    def allow(self, key: str, seconds: float | None = None) -> bool:
+        ttl = self.seconds if seconds is None else seconds
+        if ttl <= 0:
+            return True
+        won = self._shared.call("cooldown", lambda: self._shared.state.claim("cooldown", key, ttl), False)  # type: ignore[union-attr]
+        if won is None:
+            return self._cache.add_if_absent(key, True)
+        if won:
+            self._cache.set(key, True)
+        return won
