@@ -554,6 +554,7 @@ class SharedState:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.warned_outage = 0  # the outage the in-memory fallback was last reported for
 
     def claim(self, kind: str, key: str, ttl: float, *, processing: bool = False, now: float | None = None) -> bool:
         now = time.time() if now is None else now
@@ -568,6 +569,16 @@ class SharedState:
         ).returning(claims.c.key)
         with self.db.begin() as conn:
             return conn.execute(stmt).first() is not None
+
+    def claim_outcome(self, kind: str, key: str, ttl: float, *, processing: bool = True) -> str:
+        """Like claim(), saying why a claim was lost: "claimed"; "busy" (another live replica is still
+        processing it, so a retry should come later); or "done" (handled already, here or elsewhere)."""
+        if self.claim(kind, key, ttl, processing=processing):
+            return "claimed"
+        with self.db.begin() as conn:
+            row = conn.execute(sa.select(claims.c.owner, claims.c.done).where(claims.c.kind == kind, claims.c.key == key)).first()
+        busy = row is not None and not row.done and row.owner != self.db.replica_id
+        return "busy" if busy else "done"
 
     def finish(self, kind: str, key: str) -> None:
         with self.db.begin() as conn:

@@ -163,6 +163,8 @@ def test_claims_expire_finish_and_are_taken_over_only_from_a_dead_replica(db_url
     # processing on a live replica: duplicates lose
     assert sa_.claim("event", "E1", 3600, processing=True, now=now)
     assert not sb.claim("event", "E1", 3600, processing=True, now=now + 1)
+    assert sb.claim_outcome("event", "E1", 3600) == "busy"  # Slack should retry later
+    assert sa_.claim_outcome("event", "E1", 3600) == "done"  # the holder's own repeat: just drop it
     # the replica holding it stops beating (killed): the claim is taken over
     with a.begin() as conn:
         conn.execute(sa.update(replicas).where(replicas.c.id == a.replica_id).values(heartbeat_at=now - 60))
@@ -172,6 +174,7 @@ def test_claims_expire_finish_and_are_taken_over_only_from_a_dead_replica(db_url
     assert sa_.claim("event", "E2", 3600, processing=True, now=now)
     sa_.finish("event", "E2")
     assert not sb.claim("event", "E2", 3600, now=now + 10)
+    assert sb.claim_outcome("event", "E2", 3600) == "done"
     # an expired claim is free again
     assert sb.claim("cooldown", "U1", 20, now=now)
     assert sb.live("cooldown", "U1", now=now + 19) and not sb.live("cooldown", "U1", now=now + 21)

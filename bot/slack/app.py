@@ -266,13 +266,10 @@ class SlackBot:
         def wrapper(**kwargs: Any) -> Any:
             context = kwargs.get("context") if wants_context else kwargs.pop("context", None)
             try:
-                return fn(**kwargs)
+                with self.dedupe.tracking((context or {}).get(CLAIMS) or ()):
+                    return fn(**kwargs)
             finally:
-                try:
-                    for kind, key in (context or {}).get(CLAIMS) or ():
-                        self.dedupe.finish(kind, key)
-                finally:
-                    self._end()
+                self._end()
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "listener")
@@ -285,10 +282,13 @@ class SlackBot:
         event_id = body.get("event_id")
         trigger_id = body.get("trigger_id")
         if body.get("type") == "event_callback" and isinstance(event_id, str) and event_id:
-            if not self.dedupe.first_event(event_id):
+            outcome = self.dedupe.claim_event(event_id)
+            if outcome != "claimed":
                 retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
-                log.info(kv("duplicate_event", event_id=event_id, retry=retry))
-                return BoltResponse(status=200, body="")
+                log.info(kv("duplicate_event", event_id=event_id, retry=retry, outcome=outcome))
+                # "busy": another replica holds it unfinished. Not acknowledging makes Slack retry later, by when
+                # that replica has answered (then "done") or died (then the retry takes the event over).
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
             claimed.append(("event", event_id))
         elif isinstance(trigger_id, str) and trigger_id and (body.get("command") or body.get("type") in _INTERACTIONS):
             kind = "command" if body.get("command") else "interaction"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from bot.logs import get_logger, kv
@@ -88,12 +89,11 @@ class _Shared:
 
     def __init__(self, state: "SharedState | None") -> None:
         self.state = state
-        self._warned_outage = 0
 
     def fallback(self, what: str) -> None:
-        db = self.state.db if self.state is not None else None
-        if db is not None and self._warned_outage != db.outages:
-            self._warned_outage = db.outages
+        state = self.state
+        if state is not None and state.warned_outage != state.db.outages:  # once per outage for all the bot's caches
+            state.warned_outage = state.db.outages
             log.warning(kv("shared_state_fallback", what=what, to="memory", note="replicas may repeat work until the database is back"))
 
     def call(self, what: str, fn: Callable[[], V], default: V) -> V | None:
@@ -113,8 +113,9 @@ class Deduper:
     """First-sighting check for Slack deliveries: by event_id (retries), by (channel, ts) (same message, two
     events) and by trigger_id (a replayed slash command or click). With a database, exactly one replica wins.
 
-    Event and request claims are "processing" until finish(): a duplicate arriving meanwhile is dropped while the
-    replica holding it is alive, and taken over if that replica died before finishing.
+    These claims are "processing" until the listener that holds them returns (see tracking()): a duplicate
+    arriving meanwhile is "busy" while the replica holding it is alive, and is taken over once that replica's
+    heartbeat stops (it died before answering). After that they are "done" for `ttl` seconds.
     """
 
     def __init__(self, ttl: float = 3600.0, maxsize: int = 20_000, state: "SharedState | None" = None) -> None:
@@ -122,39 +123,58 @@ class Deduper:
         self._events: TTLCache[bool] = TTLCache(ttl, maxsize)
         self._messages: TTLCache[bool] = TTLCache(ttl, maxsize)
         self._shared = _Shared(state)
+        self._local = threading.local()
 
-    def _claim(self, cache: TTLCache[bool], kind: str, key: Hashable, processing: bool, db_key: str | None = None) -> bool:
+    def _claim(self, cache: TTLCache[bool], kind: str, key: Hashable, db_key: str) -> str:
+        """"claimed", "busy" or "done"."""
         if key in cache:  # this replica saw it: no round trip
-            return False
+            return "done"
         state = self._shared.state
-        shared_key = db_key if db_key is not None else _key(key)
-        won = self._shared.call(kind, lambda: state.claim(kind, shared_key, self.ttl, processing=processing), False)  # type: ignore[union-attr]
-        if won is None:
-            return cache.add_if_absent(key, True)
-        if won:
+        outcome = self._shared.call(kind, lambda: state.claim_outcome(kind, db_key, self.ttl), "done")  # type: ignore[union-attr]
+        if outcome is None:
+            return "claimed" if cache.add_if_absent(key, True) else "done"
+        if outcome == "claimed":
             cache.set(key, True)
-        return won
+            held = getattr(self._local, "claims", None)
+            if held is not None:
+                held.append((kind, db_key))
+        return outcome
+
+    def claim_event(self, event_id: str | None) -> str:
+        """"claimed", "busy" (another replica is on it: have Slack retry later) or "done"."""
+        if not event_id:
+            return "claimed"
+        return self._claim(self._events, "event", event_id, event_id)
 
     def first_event(self, event_id: str | None) -> bool:
-        if not event_id:
-            return True
-        return self._claim(self._events, "event", event_id, processing=True)
+        return self.claim_event(event_id) == "claimed"
 
     def first_request(self, kind: str, trigger_id: str | None) -> bool:
         """A slash command or interaction, by its trigger_id: Slack never retries these, so a repeat is a replay."""
         if not trigger_id:
             return True
-        return self._claim(self._events, kind, (kind, trigger_id), processing=True, db_key=trigger_id)
-
-    def finish(self, kind: str, key: str) -> None:
-        """The work for a processing claim is done: its duplicates are dropped even if this replica dies later."""
-        self._shared.call(kind, lambda: self._shared.state.finish(kind, key), None)  # type: ignore[union-attr]
+        return self._claim(self._events, kind, (kind, trigger_id), trigger_id) == "claimed"
 
     def claim_message(self, channel: str | None, ts: str | None) -> bool:
         """True for the first handler that claims this message; later claims (other event types, retries) get False."""
         if not channel or not ts:
             return True
-        return self._claim(self._messages, "message", (channel, ts), processing=False)
+        return self._claim(self._messages, "message", (channel, ts), f"{channel}:{ts}") == "claimed"
+
+    def finish(self, kind: str, key: str) -> None:
+        """The work for a processing claim is done: its duplicates are dropped even if this replica dies later."""
+        self._shared.call(kind, lambda: self._shared.state.finish(kind, key), None)  # type: ignore[union-attr]
+
+    @contextmanager
+    def tracking(self, claims: Iterable[tuple[str, str]] = ()) -> Iterator[None]:
+        """Around one listener: the claims given, and those it takes on this thread, are finished when it returns."""
+        self._local.claims = list(claims)
+        try:
+            yield
+        finally:
+            held, self._local.claims = self._local.claims, None
+            for kind, key in held:
+                self.finish(kind, key)
 
 
 class SharedMarks:
