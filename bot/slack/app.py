@@ -292,9 +292,10 @@ class SlackBot:
             claimed.append(("event", event_id))
         elif isinstance(trigger_id, str) and trigger_id and (body.get("command") or body.get("type") in _INTERACTIONS):
             kind = "command" if body.get("command") else "interaction"
-            if not self.dedupe.first_request(kind, trigger_id):
-                log.info(kv("replayed_request", kind=kind, type=body.get("type")))
-                return BoltResponse(status=200, body="")
+            outcome = self.dedupe.claim_request(kind, trigger_id)
+            if outcome != "claimed":
+                log.info(kv("replayed_request", kind=kind, type=body.get("type"), outcome=outcome))
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
             claimed.append((kind, trigger_id))
         if context is not None:
             context[CLAIMS] = claimed

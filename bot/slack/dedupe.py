@@ -149,11 +149,14 @@ class Deduper:
     def first_event(self, event_id: str | None) -> bool:
         return self.claim_event(event_id) == "claimed"
 
-    def first_request(self, kind: str, trigger_id: str | None) -> bool:
+    def claim_request(self, kind: str, trigger_id: str | None) -> str:
         """A slash command or interaction, by its trigger_id: Slack never retries these, so a repeat is a replay."""
         if not trigger_id:
-            return True
-        return self._claim(self._events, kind, (kind, trigger_id), trigger_id) == "claimed"
+            return "claimed"
+        return self._claim(self._events, kind, (kind, trigger_id), trigger_id)
+
+    def first_request(self, kind: str, trigger_id: str | None) -> bool:
+        return self.claim_request(kind, trigger_id) == "claimed"
 
     def claim_message(self, channel: str | None, ts: str | None) -> bool:
         """True for the first handler that claims this message; later claims (other event types, retries) get False."""
