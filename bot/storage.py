@@ -284,11 +284,10 @@ class Database:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise StoreError(f"cannot open the feedback store {self.display}: {exc.strerror}") from None
-            engine = sa.create_engine(
-                self.url,
-                connect_args={"timeout": 15.0, "check_same_thread": False},
-                poolclass=StaticPool if memory else None,
-            )
+            # Enough pooled connections for the HTTP threads and the listener workers: a request must never wait
+            # for a connection (SQLite itself serialises the writes).
+            pool = {"poolclass": StaticPool} if memory else {"pool_size": 8, "max_overflow": 32, "pool_timeout": 10.0}
+            engine = sa.create_engine(self.url, connect_args={"timeout": 15.0, "check_same_thread": False}, **pool)
 
             @sa_event.listens_for(engine, "connect")
             def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
