@@ -205,3 +205,24 @@ def test_the_bot_keeps_answering_when_the_database_goes_away(make_harness, postg
         assert any("event=database_recovered" in m for m in logged)
     finally:
         server.stop()
+
+
+def test_after_a_restart_a_retry_or_a_replayed_command_is_not_answered_again(make_harness):
+    """One replica on the default SQLite file: the de-duplication survives a restart (issue #11, finding 11)."""
+    first = make_harness()
+    fake = first.fake
+    event = {"type": "app_mention", "user": "UALICE", "channel": CH, "ts": "1700000800.000100", "text": bot_mention(OOM_LINE)}
+    first.event(event, event_id="Ev0RESTART")
+    first.command(OOM_LINE, "cmd-before", trigger_id="777.1.replay")
+    fake.wait_for(lambda: fake.posts(CH))
+    fake.wait_for(lambda: fake.responses("cmd-before"))
+    first.idle()
+    first.server.stop()
+    first.bot.feedback.close()
+
+    again = make_harness()  # a new process on the same database file
+    status, _, _ = again.event(event, event_id="Ev0RESTART", extra_headers={"X-Slack-Retry-Num": "2", "X-Slack-Retry-Reason": "http_timeout"})
+    assert status == 200
+    assert again.command(OOM_LINE, "cmd-before", trigger_id="777.1.replay")[0] == 200
+    again.idle()
+    assert len(fake.posts(CH)) == 1 and len(fake.responses("cmd-before")) == 1
