@@ -254,6 +254,9 @@ class Database:
         self._down_since: float | None = None
         self.outages = 0  # how many times the database was lost; lets callers warn once per outage
         self._state_lock = threading.Lock()
+        # SQLite: one writer at a time anyway; queueing on a lock here is fair and immediate, whereas SQLite's own
+        # busy handler sleeps and retries, which under contention left some transactions waiting for seconds.
+        self._sqlite_lock = threading.Lock() if self.dialect == "sqlite" else None
         self._pending: deque[_Pending] = deque()
         self._pending_lock = threading.Lock()
         self._stop = threading.Event()
@@ -382,8 +385,12 @@ class Database:
         if self._down_since is not None:
             raise DatabaseUnavailable(self.display)
         try:
-            with self.engine.begin() as conn:
-                yield conn
+            if self._sqlite_lock is None:
+                with self.engine.begin() as conn:
+                    yield conn
+            else:
+                with self._sqlite_lock, self.engine.begin() as conn:
+                    yield conn
         except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, sa_exc.DisconnectionError) as exc:
             if _connection_lost(exc):
                 self._mark_down(exc)
