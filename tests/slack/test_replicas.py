@@ -346,7 +346,8 @@ def test_two_replicas_answer_each_event_once_keep_every_vote_and_survive_a_kill(
     assert not unanswered_b, f"acknowledged by the surviving replica but never answered: {unanswered_b}"
     lost_with_a = [e for e, key in by_event.items() if replies2[key] == 0]
     assert all("a" in lb.acked_by.get(e, set()) for e in lost_with_a), lost_with_a
-    assert len(lost_with_a) < len(events2) // 4 and sum(replies2.values()) >= len(events2) - len(lost_with_a)
+    only_b = [e for e in by_event if lb.acked_by.get(e) == {"b"}]
+    assert len(only_b) >= len(events2) // 3  # those sent after the kill, at least: all answered (checked above)
     with FeedbackStore(pg_url) as store:
         merged = {**voters.expected, **voters2.expected}
         for (user, entry, fp), vote in merged.items():
