@@ -18,8 +18,10 @@ from bot.settings import PROJECT_ROOT, ConfigError, Settings, get_settings
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose MindIE errors from logs and questions.")
 corpus_app = typer.Typer(no_args_is_help=True, help="Validate the knowledge base.")
 feedback_app = typer.Typer(no_args_is_help=True, help="Votes and knowledge gaps.")
+channel_app = typer.Typer(no_args_is_help=True, help="Per-channel settings, shared by every replica.")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(channel_app, name="channel")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -56,8 +58,22 @@ def _settings() -> Settings:
 
 
 def _refuse_feedback_store(exc: Exception) -> NoReturn:
-    err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
+    err.print(
+        f"{exc}\nSet MINDIE_HELP_DATABASE_URL (postgresql://user:password@host:5432/db, the server running) or "
+        "MINDIE_HELP_FEEDBACK_DB (a writable SQLite file).",
+        markup=False,
+    )
     raise typer.Exit(2) from None
+
+
+def _open_store(settings: Settings):
+    """The shared database (votes, gaps, replicas' state), or one clear message and exit 2."""
+    from bot.feedback import FeedbackStore, FeedbackStoreError
+
+    try:
+        return FeedbackStore.from_settings(settings)
+    except FeedbackStoreError as exc:
+        _refuse_feedback_store(exc)
 
 
 def _engine(settings: Settings, progress: bool = False, rebuild: bool = False):
@@ -226,12 +242,13 @@ def serve(
     if (problem := config_problem(settings, http)) is not None:
         err.print(problem, markup=False)
         raise typer.Exit(2)
-    from bot.feedback import FeedbackStoreError
-
+    store = _open_store(settings)  # before the engine loads: a database that is down fails in seconds
     try:
-        run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
-    except FeedbackStoreError as exc:
-        _refuse_feedback_store(exc)
+        engine = _engine(settings)
+    except BaseException:
+        store.close()
+        raise
+    run_bot(settings, http=http, port=port, host=host, engine=engine, feedback=store)
 
 
 @corpus_app.command("check")
@@ -305,16 +322,61 @@ def evaluate(
 
 
 @feedback_app.command("report")
-def feedback_report() -> None:
-    """Per-entry helpful/unhelpful counts and the queries the bot could not answer."""
-    from bot.feedback import FeedbackStore, FeedbackStoreError
+def feedback_report(
+    fmt: str = typer.Option("text", "--format", help='text, or json: {"entries": [{"id", "up", "down"}], "gaps": [...]}'),
+) -> None:
+    """Per-entry helpful/unhelpful counts and the queries the bot could not answer (from the shared database)."""
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(2)
+    settings = _settings()
+    with _open_store(settings) as store:
+        if fmt == "json":
+            sys.stdout.write(json.dumps(store.report_json(), ensure_ascii=False) + "\n")
+        else:
+            out.print(store.report(), markup=False)
+
+
+@channel_app.command("set")
+def channel_set(
+    channel: str = typer.Argument(..., help="channel id, e.g. C0123ABCD"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="auto (answer pasted logs), mention (only when asked) or off"),
+    cooldown: Optional[float] = typer.Option(None, "--cooldown", min=0, help="seconds between two auto-replies to one user"),
+    clear: bool = typer.Option(False, "--clear", help="forget this channel's settings (back to the environment's)"),
+) -> None:
+    """Store one channel's auto-reply mode and cooldown; every replica applies it within 10 seconds."""
+    from bot.storage import CHANNEL_MODES, SharedState
+
+    if mode is not None and mode not in CHANNEL_MODES:
+        err.print(f"--mode must be one of: {', '.join(CHANNEL_MODES)}")
+        raise typer.Exit(2)
+    if mode is None and cooldown is None and not clear:
+        err.print("give --mode, --cooldown or --clear")
+        raise typer.Exit(2)
+    settings = _settings()
+    with _open_store(settings) as store:
+        found = SharedState(store.db).set_channel(channel, mode=mode, cooldown_seconds=cooldown, clear=clear)
+    out.print(_channel_line(found), markup=False)
+
+
+@channel_app.command("list")
+def channel_list() -> None:
+    """Channels with their own settings."""
+    from bot.storage import SharedState
 
     settings = _settings()
-    try:
-        with FeedbackStore(settings.feedback_db) as store:
-            out.print(store.report(), markup=False)
-    except FeedbackStoreError as exc:
-        _refuse_feedback_store(exc)
+    with _open_store(settings) as store:
+        rows = SharedState(store.db).all_channel_settings()
+    if not rows:
+        out.print("no channel has its own settings (the environment's apply everywhere)")
+    for row in rows:
+        out.print(_channel_line(row), markup=False)
+
+
+def _channel_line(row) -> str:
+    mode = row.mode or "default"
+    cooldown = "default" if row.cooldown_seconds is None else f"{row.cooldown_seconds:g}s"
+    return f"{row.channel}  mode {mode}  cooldown {cooldown}"
 
 
 def main() -> None:

@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     cooldown_seconds: float = Field(20.0, ge=0.0)
     max_file_bytes: int = Field(1_000_000, ge=1_000)
     feedback_db: Path = PROJECT_ROOT / "data" / "feedback.sqlite3"
+    # postgresql://user:password@host:5432/db for several replicas; unset: SQLite at feedback_db (one replica).
+    # A secret, because the URL may carry the password.
+    database_url: SecretStr | None = None
+    replica_timeout_seconds: float = Field(30.0, ge=1.0, description="a replica silent this long is taken as dead")
 
     log_level: str = "INFO"
     log_json: bool = True
@@ -61,6 +65,12 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    def database_target(self) -> str:
+        """The database URL the bot and `feedback report` use: MINDIE_HELP_DATABASE_URL, else the SQLite file."""
+        if self.database_url is not None and self.database_url.get_secret_value().strip():
+            return self.database_url.get_secret_value().strip()
+        return str(self.feedback_db)
 
     def has_slack_tokens(self) -> bool:
         return self.slack_bot_token is not None and (self.slack_app_token is not None or self.slack_signing_secret is not None)

@@ -21,7 +21,7 @@ def _env(monkeypatch, engine_settings, engine):
     """Point the CLI at the session's already built index; engine fixture makes sure it exists."""
     monkeypatch.setenv("MINDIE_HELP_INDEX_DIR", str(engine_settings.index_dir))
     monkeypatch.setenv("MINDIE_HELP_FEEDBACK_DB", str(engine_settings.feedback_db))
-    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "MINDIE_HELP_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     get_settings.cache_clear()
     root = logging.getLogger()
@@ -192,3 +192,49 @@ def test_not_recognised_reply_in_text_and_json():
     assert data["family"]["id"] == "device" and data["family"]["triage"]
     codes = {c["code"]: c for c in data["error_codes"]}
     assert codes["107001"]["system"] == "acl"
+
+
+def test_feedback_report_json_reads_the_configured_database(monkeypatch, db_url):
+    from bot.feedback import FeedbackStore
+
+    with FeedbackStore(db_url) as store:
+        fp = "a" * 64
+        store.record_vote(user="U1", entry_id="socket-bind-failed", fingerprint=fp, helpful=True)
+        store.record_vote(user="U2", entry_id="socket-bind-failed", fingerprint=fp, helpful=False)
+        store.record_vote(user="U3", entry_id="socket-bind-failed", fingerprint=fp, helpful=True)
+        store.record_unanswered("[ERROR] flux capacitor misaligned", surface="dm")
+    monkeypatch.setenv("MINDIE_HELP_DATABASE_URL", db_url)
+    result = runner.invoke(app, ["feedback", "report", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["entries"] == [{"id": "socket-bind-failed", "up": 2, "down": 1}]
+    assert [(g["count"], "flux capacitor" in g["excerpt"]) for g in report["gaps"]] == [(1, True)]
+    text = runner.invoke(app, ["feedback", "report"])
+    assert text.exit_code == 0 and "socket-bind-failed" in text.stdout and "Activity" in text.stdout
+
+
+@pytest.mark.parametrize("command", [["feedback", "report"], ["serve", "--http", "--port", "3999"], ["channel", "list"]])
+def test_an_unreachable_database_at_start_is_one_clear_error(monkeypatch, command: list[str]):
+    from pg_server import free_port
+
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("MINDIE_HELP_DATABASE_URL", f"postgresql://bot:s3cret-pw@127.0.0.1:{port}/mindie_help")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    monkeypatch.setenv("MINDIE_HELP_SLACK_API_URL", "http://127.0.0.1:9/api/")  # nothing may reach Slack
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2, result.output
+    assert f"cannot reach the database postgresql://bot:***@127.0.0.1:{port}/mindie_help" in result.output
+    assert "s3cret-pw" not in result.output and "Traceback" not in result.output
+    assert "MINDIE_HELP_DATABASE_URL" in result.output
+
+
+def test_channel_settings_from_the_command_line(monkeypatch, db_url):
+    monkeypatch.setenv("MINDIE_HELP_DATABASE_URL", db_url)
+    assert "no channel" in runner.invoke(app, ["channel", "list"]).stdout
+    result = runner.invoke(app, ["channel", "set", "C0OPS", "--mode", "mention", "--cooldown", "60"])
+    assert result.exit_code == 0, result.output
+    assert "C0OPS  mode mention  cooldown 60s" in runner.invoke(app, ["channel", "list"]).stdout
+    assert runner.invoke(app, ["channel", "set", "C0OPS", "--mode", "sometimes"]).exit_code == 2
+    assert runner.invoke(app, ["channel", "set", "C0OPS", "--clear"]).exit_code == 0
+    assert "no channel" in runner.invoke(app, ["channel", "list"]).stdout

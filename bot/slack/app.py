@@ -7,7 +7,7 @@ Every listener is acknowledged first (Bolt acks events before the listener runs;
 
 from __future__ import annotations
 
-import functools
+import inspect
 import logging
 import re
 import threading
@@ -29,7 +29,8 @@ from bot.engine.normalize import detect_lang, looks_like_log, prepare
 from bot.feedback import FeedbackStore, excerpt, fingerprint
 from bot.settings import Settings
 from bot.slack import blocks as bk
-from bot.slack.dedupe import Cooldown, Deduper, TTLCache
+from bot.slack.dedupe import Cooldown, Deduper, SharedMarks, TTLCache
+from bot.storage import DatabaseUnavailable, SharedState
 from bot.slack.files import FileText, download_text, file_name, needs_info
 from bot.logs import get_logger, kv, register_secret
 
@@ -48,6 +49,9 @@ SHARE_TTL = 24 * 3600.0
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _HELP_WORDS = {"help", "-h", "--help", "usage", "?", "hi", "hello", "hey", "帮助", "用法", "你好", "您好"}
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
+# Interactions that carry a one-time trigger_id: a second request with the same one is a replay.
+_INTERACTIONS = {"block_actions", "shortcut", "message_action", "view_submission", "view_closed", "block_suggestion"}
+CLAIMS = "mindie_help_claims"  # context key: the de-duplication claims this request holds until it is handled
 
 
 class _QuietBoltWarnings(logging.Filter):
@@ -157,7 +161,8 @@ def strip_mentions(text: str) -> str:
 
 
 class SlackBot:
-    """Owns the Bolt app, the engine handle, the feedback store and the in-memory dedupe/cooldown state."""
+    """Owns the Bolt app, the engine handle, the feedback store and the dedupe/cooldown state (shared by all
+    replicas through the database, with an in-memory stand-in while it is unreachable)."""
 
     def __init__(
         self,
@@ -171,11 +176,14 @@ class SlackBot:
         self.settings = settings
         self.engine = engine
         self._engine_lock = threading.Lock()
-        self.feedback = feedback if feedback is not None else FeedbackStore(settings.feedback_db)
+        self.feedback = feedback if feedback is not None else FeedbackStore.from_settings(settings)
+        self.state = SharedState(self.feedback.db)
         self.client = client or make_web_client(settings)
-        self.dedupe = Deduper()
-        self.cooldown = Cooldown(settings.cooldown_seconds)
-        self.answered_threads: TTLCache[float] = TTLCache(ANSWERED_THREAD_TTL, 50_000)
+        self.dedupe = Deduper(state=self.state)
+        self.cooldown = Cooldown(settings.cooldown_seconds, state=self.state)
+        self.answered_threads = SharedMarks("thread", ANSWERED_THREAD_TTL, state=self.state)
+        self._channels: TTLCache[tuple[str | None, float | None]] = TTLCache(10.0, 5_000)  # per-channel settings, briefly
+        self._escalations: TTLCache[str] = TTLCache(ANSWERED_THREAD_TTL, 10_000)  # stand-in while the database is down
         self.shares: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)
         self.escalation_group = normalise_group(settings.escalation_group)
         self.bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
@@ -198,6 +206,7 @@ class SlackBot:
         self._inflight = 0
         self._idle = threading.Condition()
         self._register()
+        self.feedback.db.start_maintenance()  # heartbeat (claims of a dead replica can be taken over), queued writes
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -245,25 +254,72 @@ class SlackBot:
             return self._idle.wait_for(lambda: self._inflight == 0, timeout)
 
     def _tracked(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        """Count the request out when the listener is done, and mark its de-duplication claims finished.
+
+        Bolt passes a listener only the arguments its signature names, so the wrapper's signature is the
+        listener's plus `context` (where the middleware left the claims)."""
+        params = list(inspect.signature(fn).parameters.values())
+        wants_context = any(p.name == "context" for p in params)
+        if not wants_context:
+            params.append(inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
+
+        def wrapper(**kwargs: Any) -> Any:
+            context = kwargs.get("context") if wants_context else kwargs.pop("context", None)
             try:
-                return fn(*args, **kwargs)
+                with self.dedupe.tracking((context or {}).get(CLAIMS) or ()):
+                    return fn(**kwargs)
             finally:
                 self._end()
 
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "listener")
         return wrapper
 
-    def _dedupe_events(self, body: dict, request: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
-        """A retried delivery (X-Slack-Retry-Num) or a duplicate event_id is acknowledged and dropped."""
-        if body.get("type") == "event_callback":
-            event_id = body.get("event_id")
-            if not self.dedupe.first_event(event_id):
+    def _dedupe_events(self, body: dict, request: Any, context: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
+        """A retried delivery (X-Slack-Retry-Num), a duplicate event_id or a replayed command/interaction (same
+        trigger_id) is acknowledged and dropped, whichever replica received the first one."""
+        claimed: list[tuple[str, str]] = []
+        event_id = body.get("event_id")
+        trigger_id = body.get("trigger_id")
+        if body.get("type") == "event_callback" and isinstance(event_id, str) and event_id:
+            outcome = self.dedupe.claim_event(event_id)
+            if outcome != "claimed":
                 retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
-                log.info(kv("duplicate_event", event_id=event_id, retry=retry))
-                return BoltResponse(status=200, body="")
+                log.info(kv("duplicate_event", event_id=event_id, retry=retry, outcome=outcome))
+                # "busy": another replica holds it unfinished. Not acknowledging makes Slack retry later, by when
+                # that replica has answered (then "done") or died (then the retry takes the event over).
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
+            claimed.append(("event", event_id))
+        elif isinstance(trigger_id, str) and trigger_id and (body.get("command") or body.get("type") in _INTERACTIONS):
+            kind = "command" if body.get("command") else "interaction"
+            outcome = self.dedupe.claim_request(kind, trigger_id)
+            if outcome != "claimed":
+                log.info(kv("replayed_request", kind=kind, type=body.get("type"), outcome=outcome))
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
+            claimed.append((kind, trigger_id))
+        if context is not None:
+            context[CLAIMS] = claimed
         self._begin()
         return next()
+
+    def status(self) -> dict[str, Any]:
+        """/healthz: the engine's status plus the database's (the bot answers even while the database is down)."""
+        return {**self.engine.status(), **self.feedback.db.status()}
+
+    def channel_mode(self, channel: str | None) -> tuple[str | None, float | None]:
+        """(mode, cooldown) stored for a channel by `mindie-help channel set`; (None, None) = the environment's."""
+        if not channel:
+            return None, None
+        cached = self._channels.get(channel)
+        if cached is not None:
+            return cached
+        try:
+            found = self.state.channel_settings(channel)
+        except DatabaseUnavailable:
+            return None, None
+        value = (found.mode, found.cooldown_seconds) if found else (None, None)
+        self._channels.set(channel, value)
+        return value
 
     def on_other_request(self, ack: Any, body: dict) -> None:
         ack()
@@ -525,10 +581,13 @@ class SlackBot:
         """A channel message: one quiet, confident reply in its thread when it is a pasted log, else silence."""
         channel, ts = event.get("channel"), event.get("ts")
         settings = self.settings
-        if not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels):
+        mode, cooldown = self.channel_mode(channel)
+        if mode in ("mention", "off"):
+            return
+        if mode is None and (not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels)):
             return
         who = event.get("user") or event.get("bot_id") or "?"
-        if self.cooldown.active(who):
+        if self.cooldown.active(who, cooldown):
             log.info(kv("auto_cooldown", channel=channel, user=who))
             return
         thread_ts = event.get("thread_ts")
@@ -539,6 +598,7 @@ class SlackBot:
         if not self.dedupe.claim_message(channel, ts):
             return
         started = time.monotonic()
+        thread_claimed = False
         try:
             fetched = self.fetch_files(files) if files else []
             readable = [f for f in fetched if f.ok]
@@ -563,32 +623,48 @@ class SlackBot:
                 return
             if thread_ts and thread_ts != ts and not already and not is_log and self.bot_replied_in_thread(channel, root):
                 return  # answered before a restart (the in-memory thread list is empty)
-            if not self.cooldown.allow(who):
+            if not is_log:  # once per thread, whichever replica sees the thread's messages
+                if not self.answered_threads.claim((channel, root)):
+                    return
+                thread_claimed = True
+            if not self.cooldown.allow(who, cooldown):
+                if thread_claimed:
+                    self.answered_threads.release((channel, root))
                 return
             rendered = bk.render_answer(answer, fp=fp, extra_notes=self.file_notes(fetched, answer.lang))
             self.post(channel, root, rendered)
             self.answered_threads.set((channel, root), time.time())
             self._log_reply("auto", channel, who, query, answer, fp, started)
         except Exception as exc:  # auto-replies fail silently in the channel, loudly in the log
+            if thread_claimed:
+                self.answered_threads.release((channel, root))
             log.error(kv("auto_failed", channel=channel, error=_api_error(exc)), exc_info=not isinstance(exc, SlackApiError))
 
     # --- buttons ------------------------------------------------------------------------------
 
     def on_feedback(self, ack: Any, body: dict, action: dict) -> None:
-        ack()
+        # The vote is stored (or queued, if the database is down) before the ack: an acknowledged click is never
+        # lost, even if this replica is killed right after. One upsert: milliseconds, far inside Slack's 3 s.
         value = bk.parse_value(action.get("value"))
         user = (body.get("user") or {}).get("id")
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         entry, fp = value.get("e"), value.get("f")
         lang = value.get("l") or _lang_of_buttons(action)
         helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
+        outcome: str | None = None
+        failure: Exception | None = None
+        if user and entry and fp:
+            try:  # Slack's click time orders the votes of one user, whichever replica stores them
+                outcome = self.feedback.record_vote(user=user, entry_id=entry, fingerprint=fp, helpful=helpful, channel=channel,
+                                                    now=_action_time(action))
+            except Exception as exc:
+                failure = exc
+        ack()
         if not (user and entry and fp):
             log.warning(kv("feedback_invalid", has_user=bool(user), has_entry=bool(entry)))
             return
-        try:
-            outcome = self.feedback.record_vote(user=user, entry_id=entry, fingerprint=fp, helpful=helpful, channel=channel)
-        except Exception as exc:
-            log.error(kv("feedback_store_failed", entry=entry, error=type(exc).__name__), exc_info=exc)
+        if failure is not None or outcome is None:
+            log.error(kv("feedback_store_failed", entry=entry, error=type(failure).__name__), exc_info=failure)
             self._reply_to_click(body, bk.render_error(uuid.uuid4().hex[:8], lang).text)
             return
         log.info(kv("feedback", entry=entry, fp=fp[:12], helpful=helpful, outcome=outcome, channel=channel))
@@ -633,13 +709,23 @@ class SlackBot:
         text = bk.label(lang, "escalated", group=group, user=user)
         if value.get("x"):
             text += "\n" + bk.label(lang, "escalation_excerpt", excerpt=bk.inline_code(str(value["x"])[:300]))
+        thread_key = str(thread_ts or f"fp:{value.get('f') or '-'}")  # an ephemeral answer has no thread: its question
+        claimed = False
         try:
             if not channel:
                 raise RuntimeError("no channel in the action payload")
+            earlier = self._claim_escalation(channel, thread_key, user, value.get("f"))
+            if earlier is not None:  # one escalation per thread, across replicas and repeated clicks
+                log.info(kv("escalation_duplicate", channel=channel, fp=value.get("f")))
+                self._reply_to_click(body, bk.label(lang, "already_escalated", user=earlier))
+                return
+            claimed = True
             self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
             log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f")))
             self._reply_to_click(body, bk.label(lang, "escalated_ack"))
         except Exception as exc:
+            if claimed:  # nobody was told: let the next click try again
+                self._release_escalation(str(channel), thread_key)
             ref = uuid.uuid4().hex[:8]
             error = _api_error(exc)
             log.error(kv("escalation_failed", channel=channel, ref=ref, error=error))
@@ -647,6 +733,26 @@ class SlackBot:
                 self._reply_to_click(body, bk.label(lang, "not_in_channel"))
             else:
                 self._reply_to_click(body, bk.render_error(ref, lang).text)
+
+    def _claim_escalation(self, channel: str, thread_key: str, user: str, fp: Any) -> str | None:
+        """None when this click may escalate; else who asked first."""
+        key = f"{channel}:{thread_key}"
+        try:
+            earlier = self.state.claim_escalation(channel, thread_key, user=user, fingerprint=str(fp) if fp else None)
+        except DatabaseUnavailable:
+            first = self._escalations.add_if_absent(key, user)
+            return None if first else (self._escalations.get(key) or user)
+        if earlier is None:
+            self._escalations.set(key, user)
+            return None
+        return earlier.requested_by or user
+
+    def _release_escalation(self, channel: str, thread_key: str) -> None:
+        self._escalations.pop(f"{channel}:{thread_key}")
+        try:
+            self.state.release_escalation(channel, thread_key)
+        except DatabaseUnavailable:
+            pass
 
     def _reply_to_click(self, body: dict, text: str) -> None:
         """An ephemeral note to whoever clicked: via response_url, else chat.postEphemeral."""
@@ -676,6 +782,12 @@ class SlackBot:
             log.error(kv("gap_store_failed", error=type(exc).__name__))
 
     def _log_reply(self, surface: str, channel: str | None, user: str | None, query: str, answer: Answer, fp: str, started: float) -> None:
+        entry = answer.results[0].id if answer.answered and answer.results else None
+        try:  # the activity counts (report, App Home); queued by the store if the database is down
+            self.feedback.record_reply(surface=surface, channel=channel, fingerprint=fp, entry_id=entry, answered=answer.answered,
+                                       confidence=answer.confidence, lang=answer.lang)
+        except Exception as exc:
+            log.error(kv("reply_store_failed", error=type(exc).__name__))
         log.info(
             kv(
                 "reply",
@@ -691,6 +803,15 @@ class SlackBot:
                 ms=int((time.monotonic() - started) * 1000),
             )
         )
+
+
+def _action_time(action: dict) -> float | None:
+    """Slack's own time of a click (action_ts), the same for every replica; None when absent or odd."""
+    try:
+        value = float(action.get("action_ts"))
+    except (TypeError, ValueError):
+        return None
+    return value if 1e9 < value < 1e11 else None
 
 
 def _lang_of_buttons(action: dict) -> str:
