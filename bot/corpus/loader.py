@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,8 +66,7 @@ class Corpus:
         index is rebuilt when either changes."""
         files = {**self.files, **{e.id: source for e in extra}}
         combined = hashlib.sha256(f"{self.digest}:{digest}".encode()).hexdigest()
-        return Corpus(root=self.root, entries=self.entries + extra, files=files, codes=self.codes, scope=self.scope,
-                      families=self.families, aftermath=self.aftermath, catalogues=self.catalogues, digest=combined)
+        return dataclasses.replace(self, entries=self.entries + extra, files=files, digest=combined)
 
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.entries}
