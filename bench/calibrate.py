@@ -11,6 +11,7 @@ Usage: python bench/calibrate.py [--write]
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 from datetime import date
@@ -21,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.engine.calibration import CALIBRATION_FILE, FEATURES, Calibrator, Features, fit_signed, reliability  # noqa: E402
+from bot.engine.calibration import CALIBRATION_FILE, FEATURES, Calibrator, Features, Model, fit_signed, reliability  # noqa: E402
 from bot.engine.engine import Engine  # noqa: E402
 from bot.engine.normalize import prepare  # noqa: E402
 from bot.evaluation import RealCase, entry_text, has_marker, load_set  # noqa: E402
@@ -29,7 +30,7 @@ from bot.settings import Settings  # noqa: E402
 
 DEVELOPMENT = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "realworld.jsonl")
 CANDIDATES = 5  # per query: the answer and the runners-up the reply may show
-REAL_WEIGHT = 4.0
+REAL_WEIGHT = float(os.environ.get("CALIBRATE_REAL_WEIGHT", "2"))
 L2 = 2.0
 
 
@@ -72,22 +73,26 @@ def main() -> None:
         y += ys
         w += ws
     X, Y, W = np.asarray(x), np.asarray(y), np.asarray(w)
-    # Weighted fit by replicating the weight into the Newton step: scale rows by sqrt(weight) is not exact for
-    # logistic loss, so repeat real rows instead (weights are small integers).
+    # Weighted fit by repeating rows (the weights are small integers).
     reps = np.repeat(np.arange(len(X)), W.astype(int))
-    weights, bias = fit_signed(X[reps], Y[reps], l2=L2)
-    fitted = Calibrator(weights, bias)
+    is_log = X[:, FEATURES.index("is_log")] > 0.5
+    models = {}
+    for name, rows in (("log", is_log[reps]), ("question", ~is_log[reps])):
+        weights, bias = fit_signed(X[reps][rows], Y[reps][rows], l2=L2)
+        models[name] = Model(weights, bias)
+        print(f"{name} ({int(rows.sum())} weighted rows): " + ", ".join(f"{n}={v:+.2f}" for n, v in zip(FEATURES, weights) if v) + f", bias={bias:+.2f}")
+    fitted = Calibrator(**models)
     conf = fitted.confidence(Features(X))
     rows, ece = reliability([float(conf[t]) for t in tops], [bool(Y[t]) for t in tops])
     print(f"{len(X)} candidate rows from {len(tops)} development queries; top-1 ECE after fitting {ece:.3f}")
     for r in rows:
         print(f"  {r['bin']}: {r['count']:4d} at {r['confidence']:.2f} -> {r['accuracy']:.0%}")
-    print("weights: " + ", ".join(f"{n}={v:+.2f}" for n, v in zip(FEATURES, weights)) + f", bias={bias:+.2f}")
     if args.write:
-        CALIBRATION_FILE.write_text(json.dumps({
-            "features": list(FEATURES), "weights": [round(float(v), 5) for v in weights], "bias": round(bias, 5),
-            "fitted_on": list(DEVELOPMENT), "fitted": date.today().isoformat(), "corpus": engine.corpus.digest[:12],
-        }, indent=2) + "\n", encoding="utf-8")
+        payload = {"features": list(FEATURES)}
+        payload.update({k: {"weights": [round(float(v), 5) for v in m.weights], "bias": round(m.bias, 5)} for k, m in models.items()})
+        payload.update({"real_weight": REAL_WEIGHT, "fitted_on": list(DEVELOPMENT), "fitted": date.today().isoformat(),
+                        "corpus": engine.corpus.digest[:12]})
+        CALIBRATION_FILE.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {CALIBRATION_FILE}")
 
 

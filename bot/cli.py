@@ -19,8 +19,10 @@ from bot.settings import PROJECT_ROOT, ConfigError, Settings, get_settings
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Diagnose MindIE errors from logs and questions.")
 corpus_app = typer.Typer(no_args_is_help=True, help="Validate the knowledge base.")
 feedback_app = typer.Typer(no_args_is_help=True, help="Votes and knowledge gaps.")
+channel_app = typer.Typer(no_args_is_help=True, help="Per-channel settings, shared by every replica.")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(channel_app, name="channel")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -57,8 +59,22 @@ def _settings() -> Settings:
 
 
 def _refuse_feedback_store(exc: Exception) -> NoReturn:
-    err.print(f"{exc}\nSet MINDIE_HELP_FEEDBACK_DB to a writable SQLite file.", markup=False)
+    err.print(
+        f"{exc}\nSet MINDIE_HELP_DATABASE_URL (postgresql://user:password@host:5432/db, the server running) or "
+        "MINDIE_HELP_FEEDBACK_DB (a writable SQLite file).",
+        markup=False,
+    )
     raise typer.Exit(2) from None
+
+
+def _open_store(settings: Settings):
+    """The shared database (votes, gaps, replicas' state), or one clear message and exit 2."""
+    from bot.feedback import FeedbackStore, FeedbackStoreError
+
+    try:
+        return FeedbackStore.from_settings(settings)
+    except FeedbackStoreError as exc:
+        _refuse_feedback_store(exc)
 
 
 def _engine(settings: Settings, progress: bool = False, rebuild: bool = False):
@@ -174,6 +190,48 @@ def _batch_error(line: int, message: str) -> None:
     sys.stdout.write(json.dumps({"id": None, "line": line, "error": scrub_surrogates(message)}, ensure_ascii=False) + "\n")
 
 
+@app.command("env")
+def env(
+    text: Optional[str] = typer.Argument(None, help='pasted npu-smi info, pip list, version files...; "-" reads stdin'),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="read the paste from a file"),
+    fmt: str = typer.Option("text", "--format", help="text or json"),
+) -> None:
+    """Check pasted environment facts (npu-smi info, pip list, CANN/MindIE/driver versions) against the
+    compatibility table; with nothing to read, list the commands that collect them."""
+    from bot.corpus.loader import load_corpus
+    from bot.engine.normalize import prepare
+    from bot.environment.checker import all_commands, check_environment
+    from bot.environment.present import commands_only, section
+    from bot.render.environment import print_section
+    from bot.render.text import escape
+
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(2)
+    settings = _settings()
+    asked = not (text is None and file is None and sys.stdin.isatty())
+    query, cut = _read_query(text, file, settings.max_input_bytes) if asked else ("", [])
+    try:
+        compat = load_corpus(settings.corpus_dir).compat
+    except CorpusError as exc:
+        err.print(f"[red]The corpus is invalid[/red] ({len(exc.problems)} problem(s)); fix these and try again:", markup=True)
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+    prepared = prepare(query, settings.max_input_bytes)
+    report = check_environment(prepared.text, compat) if prepared.text.strip() else None
+    if report is not None:
+        report = report.model_copy(update={"only": False})  # asked for explicitly: no "this is a dump" preamble
+    if fmt == "json":
+        payload = {"lang": prepared.lang, "notices": cut + prepared.notices,
+                   "environment": report.model_dump(mode="json") if report else None,
+                   "commands": [c.model_dump() for c in (report.commands if report else all_commands())]}
+        sys.stdout.write(strip_control(json.dumps(payload, ensure_ascii=False, indent=2)) + "\n")
+        return
+    for notice in cut + prepared.notices:
+        out.print(f"[yellow]note:[/yellow] {escape(notice)}")
+    print_section(section(report, prepared.lang) if report else commands_only(prepared.lang, all_commands()), out)
+
+
 @app.command()
 def index(rebuild: bool = typer.Option(False, "--rebuild", help="rebuild even if the saved index is current")) -> None:
     """Build (or verify) the FAISS index in the index folder."""
@@ -207,20 +265,23 @@ def serve(
     if (problem := config_problem(settings, http)) is not None:
         err.print(problem, markup=False)
         raise typer.Exit(2)
-    from bot.feedback import FeedbackStoreError
-
+    store = _open_store(settings)  # before the engine loads: a database that is down fails in seconds
     try:
-        run_bot(settings, http=http, port=port, host=host, engine=_engine(settings))
-    except FeedbackStoreError as exc:
-        _refuse_feedback_store(exc)
+        engine = _engine(settings)
+    except BaseException:
+        store.close()
+        raise
+    run_bot(settings, http=http, port=port, host=host, engine=engine, feedback=store)
 
 
 @corpus_app.command("check")
 def corpus_check(
     facts: Optional[Path] = typer.Option(None, "--facts", help="list of the FAQ's commands per entry (default: tests/data/faq_commands if present)"),
+    faultdiag: Optional[Path] = typer.Option(None, "--faultdiag", help="also check a FaultDiag kg-config.json pack (default: MINDIE_HELP_FAULTDIAG_KG)"),
 ) -> None:
     """Validate every corpus file; print problems as FILE: field.path: what is wrong."""
     from bot.corpus.check import check_corpus
+    from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 
     settings = _read_settings()
     if facts is None:
@@ -232,7 +293,20 @@ def corpus_check(
     if problems:
         err.print(f"corpus check failed: {len(problems)} problem(s)")
         raise typer.Exit(1)
-    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.codes)} error codes, {sum(len(e.signatures) for e in corpus.entries)} signatures")
+    codes = len(corpus.codes) + sum(len(c.codes) for c in corpus.catalogues)
+    out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.families)} families, {codes} error codes, "
+              f"{sum(len(e.signatures) for e in corpus.entries)} signatures, "
+              f"{corpus.compat.rows} compatibility rows")
+    pack = faultdiag or settings.faultdiag_kg
+    if pack is not None:
+        try:
+            loaded = load_faultdiag(pack, taken=set(corpus.by_id))
+        except FaultDiagError as exc:
+            out.print(str(exc), markup=False)
+            err.print("faultdiag pack check failed")
+            raise typer.Exit(1) from None
+        out.print(f"faultdiag pack OK: {len(loaded.entries)} entries from {pack} "
+                  f"({len(loaded.skipped)} entities without a keyword trigger left out)", markup=False)
 
 
 # Every labelled set; eval/README.md says which are development data and which is still an honest estimate.
@@ -271,17 +345,62 @@ def evaluate(
 
 
 @feedback_app.command("report")
-def feedback_report() -> None:
-    """Per-entry helpful/unhelpful counts and the queries the bot could not answer."""
-    from bot.feedback import FeedbackStore, FeedbackStoreError
-
+def feedback_report(
+    fmt: str = typer.Option("text", "--format", help='text, or json: {"entries": [{"id", "up", "down"}], "gaps": [...]}'),
+) -> None:
+    """Per-entry helpful/unhelpful counts and the queries the bot could not answer (from the shared database)."""
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(2)
     settings = _settings()
-    try:
-        with FeedbackStore(settings.feedback_db) as store:
+    with _open_store(settings) as store:
+        if fmt == "json":
+            sys.stdout.write(strip_control(json.dumps(store.report_json(), ensure_ascii=False)) + "\n")
+        else:
             # Stored excerpts are users' text: no escape sequence of theirs reaches the admin's terminal.
             out.print(strip_control(store.report()), markup=False)
-    except FeedbackStoreError as exc:
-        _refuse_feedback_store(exc)
+
+
+@channel_app.command("set")
+def channel_set(
+    channel: str = typer.Argument(..., help="channel id, e.g. C0123ABCD"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="auto (answer pasted logs), mention (only when asked) or off"),
+    cooldown: Optional[float] = typer.Option(None, "--cooldown", min=0, help="seconds between two auto-replies to one user"),
+    clear: bool = typer.Option(False, "--clear", help="forget this channel's settings (back to the environment's)"),
+) -> None:
+    """Store one channel's auto-reply mode and cooldown; every replica applies it within 10 seconds."""
+    from bot.storage import CHANNEL_MODES, SharedState
+
+    if mode is not None and mode not in CHANNEL_MODES:
+        err.print(f"--mode must be one of: {', '.join(CHANNEL_MODES)}")
+        raise typer.Exit(2)
+    if mode is None and cooldown is None and not clear:
+        err.print("give --mode, --cooldown or --clear")
+        raise typer.Exit(2)
+    settings = _settings()
+    with _open_store(settings) as store:
+        found = SharedState(store.db).set_channel(channel, mode=mode, cooldown_seconds=cooldown, clear=clear)
+    out.print(_channel_line(found), markup=False)
+
+
+@channel_app.command("list")
+def channel_list() -> None:
+    """Channels with their own settings."""
+    from bot.storage import SharedState
+
+    settings = _settings()
+    with _open_store(settings) as store:
+        rows = SharedState(store.db).all_channel_settings()
+    if not rows:
+        out.print("no channel has its own settings (the environment's apply everywhere)")
+    for row in rows:
+        out.print(_channel_line(row), markup=False)
+
+
+def _channel_line(row) -> str:
+    mode = row.mode or "default"
+    cooldown = "default" if row.cooldown_seconds is None else f"{row.cooldown_seconds:g}s"
+    return f"{row.channel}  mode {mode}  cooldown {cooldown}"
 
 
 def main() -> None:

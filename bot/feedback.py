@@ -1,4 +1,4 @@
-"""Feedback and knowledge-gap store (SQLite, WAL, one committed transaction per write).
+"""Feedback and knowledge-gap store, in the shared database of bot/storage.py (SQLite by default, or PostgreSQL).
 
 * Votes: one per user per answer; a second click changes it. Rows keep the corpus entry id, the query
   fingerprint (sha256 of the normalised query, never the query itself), the channel and the time.
@@ -10,41 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
-import threading
 import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
 
 from bot.engine.normalize import clean, is_error_line, mask, scrub_surrogates
+from bot.storage import Database, StoreError
+from bot.storage import escalations as escalations_table
+from bot.storage import replies as replies_table
+from bot.storage import unanswered as unanswered_table
+from bot.storage import votes as votes_table
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS votes (
-    answer_id   TEXT NOT NULL,
-    voter       TEXT NOT NULL,
-    entry_id    TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    channel     TEXT,
-    vote        INTEGER NOT NULL CHECK (vote IN (-1, 1)),
-    created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL,
-    PRIMARY KEY (answer_id, voter)
-);
-CREATE INDEX IF NOT EXISTS votes_entry ON votes (entry_id);
-CREATE TABLE IF NOT EXISTS unanswered (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    fingerprint TEXT NOT NULL,
-    excerpt     TEXT NOT NULL,
-    lang        TEXT,
-    surface     TEXT,
-    channel     TEXT,
-    suggestions TEXT,
-    created_at  REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS unanswered_fp ON unanswered (fingerprint);
-"""
+if TYPE_CHECKING:
+    from bot.settings import Settings
 
 # --- normalisation and fingerprints ---------------------------------------------------------------
 
@@ -124,51 +107,51 @@ class Gap:
     suggestions: str
 
 
-class FeedbackStoreError(Exception):
-    """The feedback database cannot be opened (bad path, not a database); nothing was written to it."""
+FeedbackStoreError = StoreError  # the feedback database cannot be opened or reached; nothing was written to it
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Counts over a time window, for the report and the App Home."""
+
+    days: int
+    answered: int
+    abstained: int
+    helpful: int
+    unhelpful: int
+    escalations: int
 
 
 class FeedbackStore:
-    """Thread-safe; every write is its own committed transaction (WAL, synchronous=FULL)."""
+    """Votes, knowledge gaps and replies in the shared database (see bot/storage.py). Thread-safe.
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        conn = None
-        try:
-            if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=15.0, check_same_thread=False, isolation_level=None)
-            # journal_mode reads the file first, so a file that is not a database fails here, unchanged
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=15000")
-            conn.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            if conn is not None:
-                conn.close()
-            raise FeedbackStoreError(f"cannot open the feedback store {self.path}: {exc}") from None
-        self._conn = conn
+    `target` is a SQLite path or a database URL; `db` shares an open Database instead (the Slack bot's).
+    Writes that find the database down are queued and replayed by the Database's upkeep thread.
+    """
+
+    def __init__(self, target: str | Path | None = None, *, db: Database | None = None) -> None:
+        if db is None and target is None:
+            raise ValueError("give a path, a database URL or a Database")
+        self.db = db if db is not None else Database(target)  # type: ignore[arg-type]
+        self._owns_db = db is None
+        self.path = self.db.display
+
+    @classmethod
+    def from_settings(cls, settings: "Settings") -> "FeedbackStore":
+        """The configured database (MINDIE_HELP_DATABASE_URL, else the SQLite file), owned by the store."""
+        store = cls(db=Database(settings.database_target(), replica_timeout=settings.replica_timeout_seconds))
+        store._owns_db = True
+        return store
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        if self._owns_db:
+            self.db.close()
 
     def __enter__(self) -> "FeedbackStore":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _write(self, sql: str, params: tuple) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.execute(sql, params)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
 
     def record_vote(
         self,
@@ -181,37 +164,38 @@ class FeedbackStore:
         answer_id: str | None = None,
         now: float | None = None,
     ) -> str:
-        """Store or change a vote. Returns "new", "changed" or "same"."""
+        """Store or change a vote: "new", "changed" or "same"; "queued" when the database is down (retried later).
+
+        One upsert keyed by (answer, voter); a click older than the stored one (a queued retry) never overwrites it.
+        """
         if not user or not entry_id or not fingerprint:
             raise ValueError("user, entry_id and fingerprint are required")
         answer = answer_id or answer_id_for(fingerprint, entry_id)
-        voter = voter_id(user)
         vote = 1 if helpful else -1
         ts = time.time() if now is None else now
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._conn.execute(
-                    "SELECT vote FROM votes WHERE answer_id = ? AND voter = ?", (answer, voter)
-                ).fetchone()
-                if row is None:
-                    outcome = "new"
-                    self._conn.execute(
-                        "INSERT INTO votes (answer_id, voter, entry_id, fingerprint, channel, vote, created_at, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (answer, voter, entry_id, fingerprint, channel, vote, ts, ts),
-                    )
-                else:
-                    outcome = "same" if row[0] == vote else "changed"
-                    self._conn.execute(
-                        "UPDATE votes SET vote = ?, updated_at = ?, channel = COALESCE(?, channel) WHERE answer_id = ? AND voter = ?",
-                        (vote, ts, channel, answer, voter),
-                    )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-        return outcome
+        stmt = self.db.insert(votes_table).values(
+            answer_id=answer, voter=voter_id(user), entry_id=entry_id, fingerprint=fingerprint, channel=channel,
+            vote=vote, prev_vote=None, created_at=ts, updated_at=ts,
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[votes_table.c.answer_id, votes_table.c.voter],
+            set_={
+                "prev_vote": votes_table.c.vote,
+                "vote": stmt.excluded.vote,
+                "updated_at": stmt.excluded.updated_at,
+                "channel": sa.func.coalesce(stmt.excluded.channel, votes_table.c.channel),
+            },
+            where=votes_table.c.updated_at <= stmt.excluded.updated_at,
+        ).returning(votes_table.c.prev_vote)
+        outcome = "same"
+
+        def write(conn: sa.Connection) -> None:
+            nonlocal outcome
+            row = conn.execute(stmt).first()
+            if row is not None:  # no row: an older click than the one stored, which stays
+                outcome = "new" if row[0] is None else ("same" if row[0] == vote else "changed")
+
+        return outcome if self.db.write_or_queue("vote", write) else "queued"
 
     def record_unanswered(
         self,
@@ -225,38 +209,93 @@ class FeedbackStore:
     ) -> str:
         """Remember a query the engine could not answer (fingerprint + short redacted excerpt). Returns the fingerprint."""
         fp = fingerprint(query)
-        self._write(
-            "INSERT INTO unanswered (fingerprint, excerpt, lang, surface, channel, suggestions, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (fp, excerpt(query), lang, surface, channel, " | ".join((suggestions or [])[:3])[:300], time.time() if now is None else now),
+        stmt = sa.insert(unanswered_table).values(
+            fingerprint=fp, excerpt=excerpt(query), lang=lang, surface=surface, channel=channel,
+            suggestions=" | ".join((suggestions or [])[:3])[:300], created_at=time.time() if now is None else now,
         )
+        self.db.write_or_queue("gap", lambda conn: conn.execute(stmt))
         return fp
+
+    def record_reply(
+        self,
+        *,
+        surface: str,
+        channel: str | None,
+        fingerprint: str,
+        entry_id: str | None,
+        answered: bool,
+        confidence: float | None = None,
+        lang: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        """One row per reply the bot sent (no text): the activity counts of the report and the App Home."""
+        stmt = sa.insert(replies_table).values(
+            surface=surface, channel=channel, fingerprint=fingerprint, entry_id=entry_id, answered=1 if answered else 0,
+            confidence=confidence, lang=lang, created_at=time.time() if now is None else now,
+        )
+        self.db.write_or_queue("reply", lambda conn: conn.execute(stmt))
 
     # --- reading ---
 
     def vote_of(self, *, user: str, entry_id: str, fingerprint: str, answer_id: str | None = None) -> int | None:
         answer = answer_id or answer_id_for(fingerprint, entry_id)
-        with self._lock:
-            row = self._conn.execute("SELECT vote FROM votes WHERE answer_id = ? AND voter = ?", (answer, voter_id(user))).fetchone()
+        with self.db.begin() as conn:
+            row = conn.execute(
+                sa.select(votes_table.c.vote).where(votes_table.c.answer_id == answer, votes_table.c.voter == voter_id(user))
+            ).first()
         return None if row is None else int(row[0])
 
     def entry_votes(self) -> list[EntryVotes]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT entry_id, SUM(vote = 1), SUM(vote = -1) FROM votes GROUP BY entry_id"
-                " ORDER BY SUM(vote = -1) DESC, SUM(vote = 1) DESC, entry_id"
-            ).fetchall()
+        up = sa.func.sum(sa.case((votes_table.c.vote == 1, 1), else_=0))
+        down = sa.func.sum(sa.case((votes_table.c.vote == -1, 1), else_=0))
+        query = (
+            sa.select(votes_table.c.entry_id, up, down)
+            .group_by(votes_table.c.entry_id)
+            .order_by(down.desc(), up.desc(), votes_table.c.entry_id)
+        )
+        with self.db.begin() as conn:
+            rows = conn.execute(query).fetchall()
         return [EntryVotes(r[0], int(r[1] or 0), int(r[2] or 0)) for r in rows]
 
     def gaps(self, limit: int = 50) -> list[Gap]:
-        with self._lock:
-            rows = self._conn.execute(
+        with self.db.begin() as conn:
+            rows = conn.execute(sa.text(
                 "SELECT u.fingerprint, COUNT(*), MAX(u.created_at),"
                 " (SELECT excerpt FROM unanswered x WHERE x.fingerprint = u.fingerprint ORDER BY x.created_at DESC LIMIT 1),"
                 " (SELECT suggestions FROM unanswered x WHERE x.fingerprint = u.fingerprint ORDER BY x.created_at DESC LIMIT 1)"
-                " FROM unanswered u GROUP BY u.fingerprint ORDER BY COUNT(*) DESC, MAX(u.created_at) DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
+                " FROM unanswered u GROUP BY u.fingerprint ORDER BY COUNT(*) DESC, MAX(u.created_at) DESC LIMIT :limit"
+            ), {"limit": limit}).fetchall()
         return [Gap(r[0], int(r[1]), float(r[2]), r[3] or "", r[4] or "") for r in rows]
+
+    def activity(self, days: int, now: float | None = None) -> Activity:
+        since = (time.time() if now is None else now) - days * 86_400
+        with self.db.begin() as conn:
+            answered, abstained = conn.execute(
+                sa.select(
+                    sa.func.sum(sa.case((replies_table.c.answered == 1, 1), else_=0)),
+                    sa.func.sum(sa.case((replies_table.c.answered == 0, 1), else_=0)),
+                ).where(replies_table.c.created_at >= since)
+            ).one()
+            up, down = conn.execute(
+                sa.select(
+                    sa.func.sum(sa.case((votes_table.c.vote == 1, 1), else_=0)),
+                    sa.func.sum(sa.case((votes_table.c.vote == -1, 1), else_=0)),
+                ).where(votes_table.c.updated_at >= since)
+            ).one()
+            escalated = conn.execute(
+                sa.select(sa.func.count()).select_from(escalations_table).where(escalations_table.c.created_at >= since)
+            ).scalar_one()
+        return Activity(days, int(answered or 0), int(abstained or 0), int(up or 0), int(down or 0), int(escalated or 0))
+
+    def report_json(self) -> dict:
+        """For scripts: {"entries": [{"id", "up", "down"}], "gaps": [{"fingerprint", "count", "last_seen", "excerpt", "suggestions"}]}."""
+        return {
+            "entries": [{"id": v.entry_id, "up": v.helpful, "down": v.unhelpful} for v in self.entry_votes()],
+            "gaps": [
+                {"fingerprint": g.fingerprint, "count": g.count, "last_seen": g.last_seen, "excerpt": g.excerpt, "suggestions": g.suggestions}
+                for g in self.gaps()
+            ],
+        }
 
     def report(self) -> str:
         votes = self.entry_votes()
@@ -283,4 +322,9 @@ class FeedbackStore:
                 out.append(f"  {g.count:>4}x  last {when} UTC  fp {g.fingerprint[:12]}  {g.excerpt}")
                 if g.suggestions:
                     out.append(f"         closest: {g.suggestions}")
+        out.append("")
+        out.append("Activity (replies, votes and escalations)")
+        for a in (self.activity(7), self.activity(30)):
+            out.append(f"  last {a.days:>2} days  answered {a.answered}  abstained {a.abstained}  helpful {a.helpful}"
+                       f"  unhelpful {a.unhelpful}  escalations {a.escalations}")
         return "\n".join(out) + "\n"

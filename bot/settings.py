@@ -24,6 +24,7 @@ class Settings(BaseSettings):
     index_dir: Path = PROJECT_ROOT / "embeddings"
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers model name or folder")
     dense_enabled: bool = True
+    faultdiag_kg: Path | None = Field(None, description="a FaultDiag kg-config.json loaded as extra, lower-priority entries")
 
     # Answering
     top_k: int = Field(3, ge=1, le=20)
@@ -43,6 +44,10 @@ class Settings(BaseSettings):
     cooldown_seconds: float = Field(20.0, ge=0.0)
     max_file_bytes: int = Field(1_000_000, ge=1_000)
     feedback_db: Path = PROJECT_ROOT / "data" / "feedback.sqlite3"
+    # postgresql://user:password@host:5432/db for several replicas; unset: SQLite at feedback_db (one replica).
+    # A secret, because the URL may carry the password.
+    database_url: SecretStr | None = None
+    replica_timeout_seconds: float = Field(30.0, ge=1.0, description="a replica silent this long is taken as dead")
 
     # Hostile input and load (issue #11)
     answer_budget_seconds: float = Field(10.0, gt=0.0, description="after this, an answer reads only the error lines")
@@ -69,6 +74,12 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    def database_target(self) -> str:
+        """The database URL the bot and `feedback report` use: MINDIE_HELP_DATABASE_URL, else the SQLite file."""
+        if self.database_url is not None and self.database_url.get_secret_value().strip():
+            return self.database_url.get_secret_value().strip()
+        return str(self.feedback_db)
 
     def has_slack_tokens(self) -> bool:
         return self.slack_bot_token is not None and (self.slack_app_token is not None or self.slack_signing_secret is not None)

@@ -37,3 +37,34 @@ def engine(engine_settings):
     from bot.engine.engine import Engine
 
     return Engine.from_settings(engine_settings)
+
+
+# --- databases: SQLite and a real PostgreSQL (one server per session, one fresh database per test) ---------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    from pg_server import PostgresServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        message = "PostgreSQL server binaries not found (scripts/test.sh installs the postgresql package)"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI must test the PostgreSQL back-end, never skip it
+        pytest.skip(message)
+    server = PostgresServer(bindir).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server) -> str:
+    return postgres_server.create_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path: Path) -> str:
+    """The same test on both back-ends."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.sqlite3'}"
+    return request.getfixturevalue("pg_url")

@@ -21,7 +21,7 @@ def _env(monkeypatch, engine_settings, engine):
     """Point the CLI at the session's already built index; engine fixture makes sure it exists."""
     monkeypatch.setenv("MINDIE_HELP_INDEX_DIR", str(engine_settings.index_dir))
     monkeypatch.setenv("MINDIE_HELP_FEEDBACK_DB", str(engine_settings.feedback_db))
-    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "MINDIE_HELP_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     get_settings.cache_clear()
     root = logging.getLogger()
@@ -68,9 +68,13 @@ def test_ask_with_each_retriever():
     for name in ("signatures", "lexical", "dense", "hybrid"):
         result = runner.invoke(app, ["ask", "--format", "json", "--retriever", name, LOG])
         assert result.exit_code == 0
-        top = json.loads(result.stdout)["results"][0]
-        assert top["id"] == "socket-bind-failed"
-        assert top["retrievers"] == ([name] if name != "hybrid" else top["retrievers"])
+        data = json.loads(result.stdout)
+        ranked = [r["id"] for r in data["results"]] or data["candidates"]
+        assert "socket-bind-failed" in ranked[:3], (name, ranked)  # each retriever alone finds it
+        if data["results"]:
+            assert all(r["retrievers"] == [name] for r in data["results"]) or name == "hybrid"
+        if name in ("hybrid", "signatures"):
+            assert data["results"][0]["id"] == "socket-bind-failed"
     assert runner.invoke(app, ["ask", "--retriever", "magic", LOG]).exit_code == 2
 
 
@@ -104,7 +108,7 @@ def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
     labelled = tmp_path / "mini.jsonl"
     labelled.write_text("\n".join(json.dumps(q) for q in [
         {"id": "1", "kind": "log", "query": LOG, "expected": ["socket-bind-failed"]},
-        {"id": "2", "kind": "question_zh", "query": "GLOO_SOCKET_IFNAME 怎么设置", "expected": ["gloo-connection-refused"]},
+        {"id": "2", "kind": "question_zh", "query": "GLOO_SOCKET_IFNAME 怎么设置", "expected": ["gloo-connection-refused", "gloo-unable-to-find-address"]},
         {"id": "3", "kind": "offtopic", "query": "午饭吃什么", "expected": []},
     ]))
     result = runner.invoke(app, ["eval", "--set", str(labelled), "--format", "json"])
@@ -178,20 +182,21 @@ REAL_LOGS = Path(__file__).parent / "data" / "real_logs"
 
 def test_not_recognised_reply_in_text_and_json():
     """An explicit question is never met with silence: the reply says the error is unknown, quotes the root line
-    and gives the family's first steps, in the terminal and in JSON."""
-    log = str(REAL_LOGS / "ray-invalid-device-107001.log")
+    and gives the family's first steps, in the terminal and in JSON (a real report whose thread never found the
+    cause)."""
+    log = str(REAL_LOGS / "aclnn-inplacezero-561103.log")
     text = runner.invoke(app, ["ask", "--file", log])
     assert text.exit_code == 0, text.output
     assert "Not recognised" in text.stdout
-    assert "Root error (line" in text.stdout and "invalid device=1" in text.stdout
-    assert "First steps:" in text.stdout
+    assert "Root error (line" in text.stdout and "aclnnInplaceZero" in text.stdout
+    assert "First steps:" in text.stdout and "ASCEND_LAUNCH_BLOCKING" in text.stdout
 
     data = json.loads(runner.invoke(app, ["ask", "--format", "json", "--file", log]).stdout)
     assert data["answered"] is False and data["results"] == []
-    assert "invalid device=1" in data["root"]["text"]
-    assert data["family"]["id"] == "device" and data["family"]["triage"]
+    assert "aclnnInplaceZero" in data["root"]["text"]
+    assert data["family"]["id"] == "cann-error" and data["family"]["triage"]
     codes = {c["code"]: c for c in data["error_codes"]}
-    assert codes["107001"]["system"] == "acl"
+    assert codes["561103"]["system"] == "acl" and codes["561103"]["meaning"]
 
 
 # --- hostile input (issue #11) ------------------------------------------------------------------------

@@ -62,3 +62,10 @@ def test_development_set_covers_what_the_issue_asks():
     covered = Counter(e for q in queries for e in q.expected)
     faq_entries = {e.id for e in load_corpus(CORPUS).entries if e.source.startswith("faq") or e.id == "mindie-error-code"}
     assert faq_entries <= set(covered)  # every FAQ entry is asked for
+
+
+def test_held_out_threads_were_not_used_to_write_entries():
+    """A held-out report whose thread is also a corpus example measures memory, not diagnosis."""
+    examples = {ex.url.split("#")[0].rstrip("/") for e in load_corpus(CORPUS).entries for ex in e.real_examples}
+    held = {c.url for c in load_cases(ROOT / "eval" / HELD_OUT)}
+    assert not examples & held

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ import re2
 import yaml
 from pydantic import ValidationError
 
+from bot.corpus.compat import CompatFile, CompatTable, build_compat
 from bot.corpus.schema import Aftermath, CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
 
 ERROR_CODES_FILE = "error-codes.yaml"
@@ -17,6 +19,7 @@ SCOPE_FILE = "scope.yaml"
 FAMILIES_FILE = "families.yaml"
 AFTERMATH_FILE = "aftermath.yaml"
 CATALOGUE_DIR = "codes"  # one file per vendor code system
+COMPAT_DIR = "compat"  # the compatibility table; it feeds the environment check, not the search index
 MAX_FILE_BYTES = 1_000_000
 
 
@@ -56,6 +59,14 @@ class Corpus:
     aftermath: Aftermath | None = None
     catalogues: list[CodeCatalogue] = field(default_factory=list)
     digest: str = ""
+    compat: CompatTable = field(default_factory=CompatTable)
+
+    def with_entries(self, extra: list[Entry], source: str, digest: str) -> "Corpus":
+        """This corpus plus entries from elsewhere (a FaultDiag pack); the digest covers both, so the dense
+        index is rebuilt when either changes."""
+        files = {**self.files, **{e.id: source for e in extra}}
+        combined = hashlib.sha256(f"{self.digest}:{digest}".encode()).hexdigest()
+        return dataclasses.replace(self, entries=self.entries + extra, files=files, digest=combined)
 
     def __post_init__(self) -> None:
         self.by_id = {e.id: e for e in self.entries}
@@ -159,10 +170,19 @@ def load_corpus(root: Path) -> Corpus:
     families: list[Family] = []
     aftermath: Aftermath | None = None
     catalogues: list[tuple[str, CodeCatalogue]] = []
+    compat_files: list[tuple[str, CompatFile]] = []
     digest = hashlib.sha256()
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     for path in paths:
         shown = _display(path, root)
+        if path.parent.name == COMPAT_DIR and path.parent.parent == root:
+            # kept out of the digest: editing the table must not force a rebuild of the search index
+            if (data := _read_yaml(path, shown, problems)) is not None:
+                try:
+                    compat_files.append((shown, CompatFile.model_validate(data)))
+                except ValidationError as exc:
+                    problems.extend(_validation_problems(shown, exc))
+            continue
         try:
             digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
         except OSError:
@@ -224,10 +244,12 @@ def load_corpus(root: Path) -> Corpus:
         problems.append(Problem(_display(root, root.parent), "", "no entries found (*.yaml)"))
     _check_references(entries, files, codes, root, problems)
     _check_families(entries, files, families, catalogues, root, problems)
+    compat, compat_problems = build_compat(compat_files)
+    problems.extend(Problem(*problem) for problem in compat_problems)
     if problems:
         raise CorpusError(problems)
     return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, families=families, aftermath=aftermath,
-                  catalogues=[c for _, c in catalogues], digest=digest.hexdigest())
+                  catalogues=[c for _, c in catalogues], digest=digest.hexdigest(), compat=compat)
 
 
 def _check_families(entries: list[Entry], files: dict[str, str], families: list[Family],

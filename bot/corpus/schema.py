@@ -32,6 +32,7 @@ class Component(str, Enum):
     NPU = "NPU/Driver"
     FRAMEWORK = "PyTorch/torch_npu"
     VLLM_ASCEND = "vllm-ascend"
+    SYSTEM = "System"  # host OS, servers, switches, cluster software
 
 
 class Bilingual(Strict):
@@ -79,6 +80,8 @@ class Signature(Strict):
     # A consequence (e.g. "TBE ... main process disappeared", "Start mindie server fail") follows some other
     # failure: it is recognised, but it cannot outrank an earlier error line that nothing recognised.
     role: Literal["root", "consequence"] = "root"
+    # Literal texts that must all be on the same line too (FaultDiag's "all of these keywords" triggers).
+    also: list[NonEmpty] = Field(default_factory=list)
 
 
 HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://\S+$")]

@@ -20,11 +20,13 @@ log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 FEATURES = ("fused", "signature", "lexical", "dense", "on_root", "family_agrees", "family_differs", "margin",
-            "is_log", "consequence_only", "foreign", "no_root_match")
+            "is_log", "consequence_only", "foreign", "no_root_match", "length", "error_lines", "fused_x_length",
+            "signature_x_log")
 # The direction each feature may push confidence (0: either). A fitted weight against its direction is an
 # artefact of correlated features, so fitting drops that feature rather than keep a rule nobody could defend.
 SIGNS = {"fused": 1, "signature": 1, "lexical": 1, "dense": 1, "on_root": 1, "family_agrees": 1, "family_differs": -1,
-         "margin": 1, "is_log": 0, "consequence_only": -1, "foreign": -1, "no_root_match": -1}
+         "margin": 1, "is_log": 0, "consequence_only": -1, "foreign": -1, "no_root_match": -1, "length": 0,
+         "error_lines": 0, "fused_x_length": 0, "signature_x_log": 0}
 
 
 @dataclass
@@ -42,9 +44,26 @@ class Features:
 
 
 @dataclass(frozen=True)
+class Model:
+    weights: np.ndarray
+    bias: float
+
+    def apply(self, matrix: np.ndarray) -> np.ndarray:
+        z = matrix @ self.weights + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+@dataclass(frozen=True)
 class Calibrator:
-    weights: np.ndarray | None = None  # None: confidence = fused score
-    bias: float = 0.0
+    """One logistic model for pasted logs and one for questions: the same evidence means different things in a
+    long real log (generic lines match symptom-level entries) and in a short question."""
+
+    log: Model | None = None  # None: confidence = fused score
+    question: Model | None = None
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        return self.log.weights if self.log is not None else None
 
     @classmethod
     def load(cls, path: Path = CALIBRATION_FILE) -> "Calibrator":
@@ -52,7 +71,8 @@ class Calibrator:
             data = json.loads(path.read_text(encoding="utf-8"))
             if list(data["features"]) != list(FEATURES):
                 raise ValueError(f"fitted on features {data['features']}, the engine computes {list(FEATURES)}")
-            return cls(np.asarray(data["weights"], dtype=np.float64), float(data["bias"]))
+            models = {k: Model(np.asarray(data[k]["weights"], dtype=np.float64), float(data[k]["bias"])) for k in ("log", "question")}
+            return cls(**models)
         except FileNotFoundError:
             return cls()
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -60,10 +80,11 @@ class Calibrator:
             return cls()
 
     def confidence(self, features: Features) -> np.ndarray:
-        if self.weights is None:
-            return features.matrix[:, 0].astype(np.float32)
-        z = features.matrix @ self.weights + self.bias
-        return (1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))).astype(np.float32)
+        matrix = features.matrix
+        if self.log is None or self.question is None:
+            return matrix[:, 0].astype(np.float32)
+        is_log = matrix[:, FEATURES.index("is_log")] > 0.5
+        return np.where(is_log, self.log.apply(matrix), self.question.apply(matrix)).astype(np.float32)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> tuple[np.ndarray, float]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 from bot.corpus.loader import Corpus, load_corpus
 from bot.corpus.schema import PLACEHOLDER, Entry, Family
 from bot.engine import dense as dense_mod
@@ -28,6 +30,8 @@ from bot.engine.root import RootAnalysis, RootFinder
 from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
 from bot.engine.text import warm_up
+from bot.environment.checker import check_environment
+from bot.environment.models import EnvironmentReport
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,7 +99,7 @@ class Engine:
     @classmethod
     def from_settings(cls, settings: Settings, progress: bool = False, rebuild: bool = False) -> "Engine":
         """Load the corpus (CorpusError if invalid), the model and the index (rebuilt when stale)."""
-        corpus = load_corpus(settings.corpus_dir)
+        corpus = with_pack(load_corpus(settings.corpus_dir), settings.faultdiag_kg)
         dense = load_dense(corpus, settings, progress=progress, rebuild=rebuild)
         return cls(corpus, settings, dense)
 
@@ -162,7 +166,20 @@ class Engine:
             retriever=retriever,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
             family=self._family_out(ev.family, lang, ev) if ev.family else None,
+            environment=self.environment(prepared.text, answered),
         )
+
+    def environment(self, text: str, answered: bool = False) -> EnvironmentReport | None:
+        """The Environment section (bot/environment): versions, cards and packages in the paste against the
+        compatibility table. An environment dump with no recognised error gets it as the whole answer."""
+        try:
+            report = check_environment(text, self.corpus.compat)
+        except Exception:  # the environment check adds to an answer; it must never cost the diagnosis
+            log.exception("environment_check_failed")
+            return None
+        if report is not None and report.only and answered:
+            report = report.model_copy(update={"only": False})
+        return report
 
     def evidence(self, prepared: Prepared, use: set[str]) -> "Evidence":
         """Each retriever's evidence for every entry, in [0, 1]; retrievers not in use give zeros."""
@@ -233,11 +250,19 @@ class Engine:
         differs = (self.entry_family != family_id) & known if family_id else np.zeros(n, dtype=bool)
         foreign = 1.0 if self.scope.foreign_label(prepared.text) else 0.0
         has_root = ev.analysis.root is not None
+        length = min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))
         return Features.build(
             fused=fused, signature=ev.signatures, lexical=ev.lexical, dense=ev.dense, on_root=ev.on_root,
             family_agrees=agrees.astype(float), family_differs=differs.astype(float), margin=margin,
             is_log=np.full(n, float(prepared.is_log)), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
             no_root_match=np.full(n, float(has_root and not ev.on_root.any())),
+            # A long paste with many error lines is harder to pin on one entry than a short question.
+            length=np.full(n, length),
+            error_lines=np.full(n, min(1.0, np.log1p(len(prepared.error_lines)) / np.log(50))),
+            # How far fused evidence and a signature hit can be trusted differs between a short question and a
+            # long log, where generic lines match symptom-level entries.
+            fused_x_length=fused * length,
+            signature_x_log=ev.signatures * float(prepared.is_log),
         )
 
     def _adjust(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
@@ -345,6 +370,19 @@ def explain_ranking(evidence: dict[str, float], matched: list[MatchedLine]) -> s
     if evidence.get("dense", 0) > 0:
         parts.append(f"dense {evidence['dense']:.2f}")
     return ", ".join(parts) or "no evidence"
+
+
+def with_pack(corpus: Corpus, path: Path | None) -> Corpus:
+    """Add a FaultDiag knowledge pack's entries; an unusable pack is reported and left out, never fatal."""
+    if path is None:
+        return corpus
+    try:
+        pack = load_faultdiag(path, taken=set(corpus.by_id))
+    except FaultDiagError as exc:
+        log.error("faultdiag_pack_refused reason=%s", exc)
+        return corpus
+    log.info("faultdiag_pack_loaded path=%s entries=%d skipped=%d", path, len(pack.entries), len(pack.skipped))
+    return corpus.with_entries(pack.entries, f"faultdiag:{Path(path).name}", pack.digest)
 
 
 def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebuild: bool = False) -> DenseState:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.environment.models import EnvironmentReport
+
 Lang = Literal["en", "zh"]
 RetrieverName = Literal["signatures", "lexical", "dense"]
 
@@ -78,6 +80,7 @@ class Answer(Out):
     retriever: str = "hybrid"
     root: MatchedLine | None = Field(None, description="the line taken for the root error (its innermost cause)")
     family: FamilyOut | None = Field(None, description="the family of the root error, with first triage steps")
+    environment: EnvironmentReport | None = Field(None, description="versions, cards and packages found in the paste, checked against the compatibility table")
 
     def contract(self) -> dict:
         """The documented JSON shape for one query (extra keys are additive)."""
@@ -105,6 +108,7 @@ class Answer(Out):
             "notices": self.notices,
             "root": self.root.model_dump() if self.root else None,
             "family": self.family.model_dump() if self.family else None,
+            "environment": self.environment.model_dump(mode="json") if self.environment else None,
         }
 
 

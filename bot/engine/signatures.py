@@ -43,9 +43,11 @@ class SignatureIndex:
     def __init__(self, entries: list[Entry]):
         options = re2_options()
         self._patterns: list[tuple[str, float, str, re2._Regexp]] = []
+        self._also: list[list[str]] = []
         for entry in entries:
             for sig in entry.signatures:
                 self._patterns.append((entry.id, sig.weight, sig.role, re2.compile(sig.pattern, options)))
+                self._also.append(list(sig.also))
         self._sets: list[tuple[int, re2.Set]] = []
         for start in range(0, len(self._patterns), SET_CHUNK):
             rset = re2.Set.SearchSet(options)
@@ -74,6 +76,8 @@ class SignatureIndex:
                 hits = rset.Match(line) or ()  # RE2 returns None when nothing matches
                 for local in hits:
                     entry_id, weight, role, compiled = self._patterns[start + local]
+                    if any(text not in line for text in self._also[start + local]):
+                        continue
                     found = compiled.search(line)
                     captures = {k: v for k, v in (found.groupdict() if found else {}).items() if v}
                     em = results.setdefault(entry_id, EntryMatch(entry_id))

@@ -8,6 +8,8 @@ from rich.rule import Rule
 
 from bot.engine.models import Answer
 from bot.engine.normalize import strip_control
+from bot.environment.present import section as environment_section
+from bot.render.environment import print_section
 
 
 def escape(text: str) -> str:
@@ -33,8 +35,14 @@ def render_text(answer: Answer, console: Console) -> None:
         name = f" = {code.name}" if code.name else ""
         module = f" ({escape(code.group)})" if code.group else ""
         console.print(f"[bold]{label['codes']}:[/bold] {escape(code.code)}{escape(name)}{module}: {escape(code.meaning)}")
+    env = answer.environment
+    if env is not None and env.only and not answer.answered:  # an environment dump: the check is the answer
+        print_section(environment_section(env, answer.lang), console)
+        return
     if not answer.answered:
         render_not_recognised(answer, console)
+        if env is not None:
+            print_section(environment_section(env, answer.lang, brief=True), console)
         return
     for rank, hit in enumerate(answer.results, 1):
         console.print(Rule(style="dim"))
@@ -54,6 +62,8 @@ def render_text(answer: Answer, console: Console) -> None:
                 console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
                 console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
         console.print()
+    if env is not None:
+        print_section(environment_section(env, answer.lang, brief=True), console)
 
 
 def render_not_recognised(answer: Answer, console: Console) -> None:

@@ -1,16 +1,20 @@
 """The Bolt app: Slack surfaces (mention, slash command, DM, auto-reply, file share, buttons) on top of the engine.
 
-Only `Engine.answer()` / `Engine.status()` and the `Answer` model are used; nothing here knows how answers are found.
-Every request is acknowledged first (Bolt acks events before the listener runs; commands and actions call
-`ack()` on their first line). Listeners only decide and enqueue: answers are prepared on the bot's own worker
-threads (bot/slack/work.py), clicks on a second small pool, so Bolt's threads are always free to acknowledge
-(issue #11). Payloads reach Bolt sanitised (bot/slack/payloads.py); everything user-derived that goes into a
+Only `Engine.answer()` / `Engine.environment()` / `Engine.status()` and the `Answer` model are used; nothing here
+knows how answers are found. Every request is acknowledged first (Bolt acks events before the listener runs;
+commands and actions call `ack()` before anything that can wait). Two exceptions, both a few milliseconds: a vote
+is stored before its click is acknowledged (so an acknowledged vote survives a SIGKILL, issue #13), and a short
+`/mindie-help env` paste is checked in the ack itself (issue #12). Listeners only decide and enqueue: answers are
+prepared on the bot's own worker threads (bot/slack/work.py), clicks on a second small pool, so Bolt's threads are
+always free to acknowledge (issue #11); a request's de-duplication claims travel with its deferred work and are
+finished when that work is done. Payloads reach Bolt sanitised (bot/slack/payloads.py); everything user-derived that goes into a
 message passes blocks.esc.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import re
 import threading
@@ -32,12 +36,13 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.engine.models import Answer
-from bot.engine.normalize import detect_lang, looks_like_log
+from bot.engine.normalize import detect_lang, looks_like_log, prepare
 from bot.engine.normalize import strip_mentions as _strip_user_mentions
 from bot.feedback import FeedbackStore, fingerprint
 from bot.settings import Settings
 from bot.slack import blocks as bk
-from bot.slack.dedupe import Cooldown, Deduper, TTLCache
+from bot.slack.dedupe import Cooldown, Deduper, SharedMarks, TTLCache
+from bot.storage import DatabaseUnavailable, SharedState
 from bot.slack.files import FileText, download_text, file_name, needs_info, origin_of
 from bot.slack.limits import RateLimiter
 from bot.slack.payloads import id_of, sanitize, sanitize_file, text_of
@@ -56,12 +61,15 @@ MIN_AUTO_CHARS = 12  # shorter channel messages are chit-chat; they never reach 
 THREAD_CONTEXT_CHARS = 25  # a mention shorter than this in a thread is answered with the thread's first message
 ANSWERED_THREAD_TTL = 7 * 24 * 3600.0
 SHARE_TTL = 24 * 3600.0
-ESCALATION_THREAD_TTL = 3600.0  # one ping per thread (or private answer) per hour, however often it is clicked
 ESCALATIONS_PER_CHANNEL_HOUR = 6
 LIMIT_NOTE_SECONDS = 60.0  # at most one "slow down" note per user per minute
+ENV_ACK_CHARS = 20_000  # `/mindie-help env` pastes up to this long are checked in the ack itself
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")  # matched against ids Slack sends, never against message text
 _HELP_WORDS = {"help", "-h", "--help", "usage", "?", "hi", "hello", "hey", "帮助", "用法", "你好", "您好"}
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
+# Interactions that carry a one-time trigger_id: a second request with the same one is a replay.
+_INTERACTIONS = {"block_actions", "shortcut", "message_action", "view_submission", "view_closed", "block_suggestion"}
+CLAIMS = "mindie_help_claims"  # context key: the de-duplication claims this request holds until it is handled
 
 
 class _QuietBoltWarnings(logging.Filter):
@@ -192,7 +200,8 @@ class SocketHandler(SocketModeHandler):
 
 
 class SlackBot:
-    """Owns the Bolt app, the engine handle, the feedback store and the in-memory dedupe/cooldown state."""
+    """Owns the Bolt app, the engine handle, the feedback store and the dedupe/cooldown state (shared by all
+    replicas through the database, with an in-memory stand-in while it is unreachable)."""
 
     def __init__(
         self,
@@ -206,11 +215,14 @@ class SlackBot:
         self.settings = settings
         self.engine = engine
         self._engine_lock = threading.Lock()
-        self.feedback = feedback if feedback is not None else FeedbackStore(settings.feedback_db)
+        self.feedback = feedback if feedback is not None else FeedbackStore.from_settings(settings)
+        self.state = SharedState(self.feedback.db)
         self.client = client or make_web_client(settings)
-        self.dedupe = Deduper()
-        self.cooldown = Cooldown(settings.cooldown_seconds)
-        self.answered_threads: TTLCache[float] = TTLCache(ANSWERED_THREAD_TTL, 50_000)
+        self.dedupe = Deduper(state=self.state)
+        self.cooldown = Cooldown(settings.cooldown_seconds, state=self.state)
+        self.answered_threads = SharedMarks("thread", ANSWERED_THREAD_TTL, state=self.state)
+        self._channels: TTLCache[tuple[str | None, float | None]] = TTLCache(10.0, 5_000)  # per-channel settings, briefly
+        self._escalations: TTLCache[str] = TTLCache(ANSWERED_THREAD_TTL, 10_000)  # stand-in while the database is down
         self.shares: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)
         self.escalation_group = normalise_group(settings.escalation_group)
         self.bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
@@ -222,9 +234,11 @@ class SlackBot:
         self.user_limit = RateLimiter(settings.rate_user_per_minute)
         self.channel_limit = RateLimiter(settings.rate_channel_per_minute)
         self.limit_notes = Cooldown(LIMIT_NOTE_SECONDS)
-        self.escalated: TTLCache[bool] = TTLCache(ESCALATION_THREAD_TTL, 20_000)
         self.escalating_users = Cooldown(settings.escalation_cooldown_seconds)
-        self.escalating_channels = RateLimiter(ESCALATIONS_PER_CHANNEL_HOUR / 60.0, burst=3)
+        # A few pings per channel per hour (threads are deduplicated on every replica; these two limits are per replica).
+        # escalation_cooldown_seconds = 0 turns both escalation limits off.
+        per_channel = ESCALATIONS_PER_CHANNEL_HOUR / 60.0 if settings.escalation_cooldown_seconds > 0 else 0.0
+        self.escalating_channels = RateLimiter(per_channel, burst=3)
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         self.signing_secret = signing_secret or ""
         for secret in (self.bot_token, signing_secret, settings.slack_app_token.get_secret_value() if settings.slack_app_token else None):
@@ -244,6 +258,7 @@ class SlackBot:
         self._inflight = 0
         self._idle = threading.Condition()
         self._register()
+        self.feedback.db.start_maintenance()  # heartbeat (claims of a dead replica can be taken over), queued writes
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -286,39 +301,90 @@ class SlackBot:
     def defer(self, work: WorkQueue, fn: Callable[..., Any], *args: Any, priority: int = EXPLICIT, **kwargs: Any) -> bool:
         """Run fn on a worker, counted in flight until it is done. False when that queue is full."""
 
+        claims = self.dedupe.hand_off()  # the request's de-duplication claims stay "processing" until the job is done
+
         def job() -> None:
             try:
-                fn(*args, **kwargs)
+                with self.dedupe.tracking(claims):
+                    fn(*args, **kwargs)
             finally:
                 self._end()
 
         self._begin()
         if work.submit(job, priority):
             return True
+        self.dedupe.take_back(claims)
         self._end()
         log.warning(kv("queue_full", queue=work.name, pending=work.pending()))
         return False
 
     def _tracked(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        """Count the request out when the listener is done, and mark its de-duplication claims finished.
+
+        Bolt passes a listener only the arguments its signature names, so the wrapper's signature is the
+        listener's plus `context` (where the middleware left the claims)."""
+        params = list(inspect.signature(fn).parameters.values())
+        wants_context = any(p.name == "context" for p in params)
+        if not wants_context:
+            params.append(inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
+
+        def wrapper(**kwargs: Any) -> Any:
+            context = kwargs.get("context") if wants_context else kwargs.pop("context", None)
             try:
-                return fn(*args, **kwargs)
+                with self.dedupe.tracking((context or {}).get(CLAIMS) or ()):
+                    return fn(**kwargs)
             finally:
                 self._end()
 
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__name__ = wrapper.__qualname__ = getattr(fn, "__name__", "listener")
         return wrapper
 
-    def _dedupe_events(self, body: dict, request: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
-        """A retried delivery (X-Slack-Retry-Num) or a duplicate event_id is acknowledged and dropped."""
-        if body.get("type") == "event_callback":
-            event_id = text_of(body, "event_id")
-            if not self.dedupe.first_event(event_id):
+    def _dedupe_events(self, body: dict, request: Any, context: Any, next: Any) -> Any:  # noqa: A002 (Bolt's argument name)
+        """A retried delivery (X-Slack-Retry-Num), a duplicate event_id or a replayed command/interaction (same
+        trigger_id) is acknowledged and dropped, whichever replica received the first one."""
+        claimed: list[tuple[str, str]] = []
+        event_id = text_of(body, "event_id")
+        trigger_id = text_of(body, "trigger_id")
+        if body.get("type") == "event_callback" and event_id:
+            outcome = self.dedupe.claim_event(event_id)
+            if outcome != "claimed":
                 retry = (request.headers.get("x-slack-retry-num") or [None])[0] if request is not None else None
-                log.info(kv("duplicate_event", event_id=event_id, retry=retry))
-                return BoltResponse(status=200, body="")
+                log.info(kv("duplicate_event", event_id=event_id, retry=retry, outcome=outcome))
+                # "busy": another replica holds it unfinished. Not acknowledging makes Slack retry later, by when
+                # that replica has answered (then "done") or died (then the retry takes the event over).
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
+            claimed.append(("event", event_id))
+        elif isinstance(trigger_id, str) and trigger_id and (body.get("command") or body.get("type") in _INTERACTIONS):
+            kind = "command" if body.get("command") else "interaction"
+            outcome = self.dedupe.claim_request(kind, trigger_id)
+            if outcome != "claimed":
+                log.info(kv("replayed_request", kind=kind, type=body.get("type"), outcome=outcome))
+                return BoltResponse(status=503 if outcome == "busy" else 200, body="")
+            claimed.append((kind, trigger_id))
+        if context is not None:
+            context[CLAIMS] = claimed
         self._begin()
         return next()
+
+    def status(self) -> dict[str, Any]:
+        """/healthz: the engine's status plus the database's (the bot answers even while the database is down)."""
+        return {**self.engine.status(), **self.feedback.db.status()}
+
+    def channel_mode(self, channel: str | None) -> tuple[str | None, float | None]:
+        """(mode, cooldown) stored for a channel by `mindie-help channel set`; (None, None) = the environment's."""
+        if not channel:
+            return None, None
+        cached = self._channels.get(channel)
+        if cached is not None:
+            return cached
+        try:
+            found = self.state.channel_settings(channel)
+        except DatabaseUnavailable:
+            return None, None
+        value = (found.mode, found.cooldown_seconds) if found else (None, None)
+        self._channels.set(channel, value)
+        return value
 
     def on_other_request(self, ack: Any, body: dict) -> None:
         ack()
@@ -550,6 +616,9 @@ class SlackBot:
 
     def on_command(self, ack: Any, command: dict) -> None:
         raw = text_of(command, "text") or ""
+        if raw.strip().split(maxsplit=1)[:1] in (["env"], ["ENV"], ["Env"]):
+            self.on_env_command(ack, command, raw.strip()[3:].strip())
+            return
         if not raw.strip() or raw.strip().lower() in _HELP_WORDS:
             usage = bk.render_usage(guess_lang(raw.strip()))
             ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
@@ -593,6 +662,44 @@ class SlackBot:
             if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **err.as_kwargs()):
                 self._ephemeral(channel, text_of(command, "user_id"), err.text)
 
+    def on_env_command(self, ack: Any, command: dict, paste: str) -> None:
+        """`/mindie-help env <paste>`: the environment check alone; with nothing pasted, the commands that collect the
+        facts. A paste of up to ENV_ACK_CHARS is answered in the ack (the check is linear and needs no model: a few
+        milliseconds); a longer one is acknowledged first and checked on a worker, like any answer (issue #11)."""
+        lang = guess_lang(paste[:2000])
+        user, channel = text_of(command, "user_id"), text_of(command, "channel_id")
+        wait = self.limited(user, channel) if paste else 0
+        if wait:
+            ack(text=bk.label(lang, "rate_limited", seconds=wait), response_type="ephemeral")
+            log.info(kv("rate_limited", channel=channel, user=user, wait=wait))
+            return
+        if len(paste) <= ENV_ACK_CHARS:
+            rendered = self.environment_reply(paste, lang, channel)
+            ack(text=rendered.text, blocks=rendered.blocks, response_type="ephemeral")
+            return
+        ack()
+        if not self.defer(self.answers, self.answer_env, command, paste, lang):
+            self.defer(self.clicks, self._busy, channel, user, lang, text_of(command, "response_url"))
+
+    def environment_reply(self, paste: str, lang: str, channel: str | None) -> bk.Rendered:
+        report = self.engine.environment(prepare(paste, self.settings.max_input_bytes).text) if paste else None
+        log.info(kv("env_command", channel=channel, chars=len(paste), facts=len(report.facts) if report else 0,
+                    verdict=report.verdict if report else None))
+        return bk.render_environment_report(report, lang)
+
+    def answer_env(self, command: dict, paste: str, lang: str) -> None:
+        channel, response_url = text_of(command, "channel_id"), text_of(command, "response_url")
+        try:
+            rendered = self.environment_reply(paste, lang, channel)
+            if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
+                raise RuntimeError("response_url post failed")
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("env_command_failed", channel=channel, ref=ref, error=_api_error(exc)), exc_info=not isinstance(exc, RuntimeError))
+            err = bk.render_error(ref, lang)
+            if not self.send_response_url(response_url, response_type="ephemeral", replace_original=False, **err.as_kwargs()):
+                self._ephemeral(channel, text_of(command, "user_id"), err.text)
+
     # --- message events: DMs and auto-replies ------------------------------------------------------
 
     def _skip_reason(self, event: dict, context: Any) -> str | None:
@@ -632,20 +739,24 @@ class SlackBot:
         if not integration and self.bot_user_id and f"<@{self.bot_user_id}" in text:
             return  # the app_mention event answers it
         settings = self.settings
-        if not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels):
+        mode, cooldown = self.channel_mode(channel)
+        if mode in ("mention", "off"):
+            return
+        if mode is None and (not settings.auto_reply or (settings.auto_reply_channels and channel not in settings.auto_reply_channels)):
             return
         who = text_of(event, "user") or text_of(event, "bot_id") or "?"
-        if self.cooldown.active(who):
+        if self.cooldown.active(who, cooldown):
             log.info(kv("auto_cooldown", channel=channel, user=who))
             return
         if not text.strip() and not event.get("files"):
             return
         if not self.dedupe.claim_message(channel, ts):
             return
-        if not self.defer(self.answers, self.auto_reply, event, text, integration, time.monotonic(), priority=AUTOMATIC):
+        if not self.defer(self.answers, self.auto_reply, event, text, integration, time.monotonic(), cooldown, priority=AUTOMATIC):
             log.warning(kv("auto_dropped", channel=channel, reason="queue_full"))
 
-    def auto_reply(self, event: dict, text: str, integration: bool, received: float | None = None) -> None:
+    def auto_reply(self, event: dict, text: str, integration: bool, received: float | None = None,
+                   cooldown: float | None = None) -> None:
         """A channel message: one quiet, confident reply in its thread when it is a pasted log, else silence."""
         channel, ts = text_of(event, "channel"), text_of(event, "ts")
         who = text_of(event, "user") or text_of(event, "bot_id") or "?"
@@ -653,6 +764,7 @@ class SlackBot:
         root = thread_ts or ts
         files = event.get("files") or []
         started = time.monotonic()
+        thread_claimed = False
         try:
             fetched = self.fetch_files(files) if files else []
             readable = [f for f in fetched if f.ok]
@@ -677,20 +789,57 @@ class SlackBot:
                 return
             if thread_ts and thread_ts != ts and not already and not is_log and self.bot_replied_in_thread(channel, root):
                 return  # answered before a restart (the in-memory thread list is empty)
-            if not self.cooldown.allow(who):
+            if not is_log:  # once per thread, whichever replica sees the thread's messages
+                if not self.answered_threads.claim((channel, root)):
+                    return
+                thread_claimed = True
+            if not self.cooldown.allow(who, cooldown):
+                if thread_claimed:
+                    self.answered_threads.release((channel, root))
                 return
             rendered = bk.render_answer(answer, fp=fp, extra_notes=self.file_notes(fetched, answer.lang))
             self.post(channel, root, rendered)
             self.answered_threads.set((channel, root), time.time())
             self._log_reply("auto", channel, who, query, answer, fp, started)
         except Exception as exc:  # auto-replies fail silently in the channel, loudly in the log
+            if thread_claimed:
+                self.answered_threads.release((channel, root))
             log.error(kv("auto_failed", channel=channel, error=_api_error(exc)), exc_info=not isinstance(exc, SlackApiError))
 
     # --- buttons: acknowledged at once, handled on the click pool -------------------------------------
 
     def on_feedback(self, ack: Any, body: dict, action: dict) -> None:
+        # The vote is stored (or queued, if the database is down) before the ack: an acknowledged click is never
+        # lost, even if this replica is killed right after. One upsert: milliseconds, far inside Slack's 3 s. The
+        # thank-you note (an HTTP call that can wait) goes to the click pool, after the ack.
+        value = bk.parse_value(action.get("value"))
+        user = id_of(body, "user")
+        container = body.get("container") or {}
+        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        entry, fp = value.get("e"), value.get("f")
+        lang = _lang_of(value, action)
+        helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
+        outcome: str | None = None
+        failure: Exception | None = None
+        if user and entry and fp:
+            try:  # Slack's click time orders the votes of one user, whichever replica stores them
+                outcome = self.feedback.record_vote(user=user, entry_id=entry, fingerprint=fp, helpful=helpful, channel=channel,
+                                                    now=_action_time(action))
+            except Exception as exc:
+                failure = exc
         ack()
-        self.defer(self.clicks, self.record_feedback, body, action)
+        if not (user and entry and fp):
+            log.warning(kv("feedback_invalid", has_user=bool(user), has_entry=bool(entry)))
+            return
+        if failure is not None or outcome is None:
+            log.error(kv("feedback_store_failed", entry=entry, error=type(failure).__name__), exc_info=failure)
+            self.defer(self.clicks, self._reply_to_click, body, bk.render_error(uuid.uuid4().hex[:8], lang).text)
+            return
+        log.info(kv("feedback", entry=entry, fp=fp[:12], helpful=helpful, outcome=outcome, channel=channel))
+        thanks = bk.label(lang, "thanks_up" if helpful else "thanks_down")
+        if outcome == "changed":
+            thanks += bk.label(lang, "thanks_changed")
+        self.defer(self.clicks, self._reply_to_click, body, thanks)
 
     def on_share(self, ack: Any, body: dict, action: dict) -> None:
         ack()
@@ -699,29 +848,6 @@ class SlackBot:
     def on_escalate(self, ack: Any, body: dict, action: dict) -> None:
         ack()
         self.defer(self.clicks, self.escalate, body, action)
-
-    def record_feedback(self, body: dict, action: dict) -> None:
-        value = bk.parse_value(action.get("value"))
-        user = id_of(body, "user")
-        container = body.get("container") or {}
-        channel = id_of(body, "channel") or text_of(container, "channel_id")
-        entry, fp = value.get("e"), value.get("f")
-        lang = _lang_of(value, action)
-        helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
-        if not (user and entry and fp):
-            log.warning(kv("feedback_invalid", has_user=bool(user), has_entry=bool(entry)))
-            return
-        try:
-            outcome = self.feedback.record_vote(user=user, entry_id=entry, fingerprint=fp, helpful=helpful, channel=channel)
-        except Exception as exc:
-            log.error(kv("feedback_store_failed", entry=entry, error=type(exc).__name__), exc_info=exc)
-            self._reply_to_click(body, bk.render_error(uuid.uuid4().hex[:8], lang).text)
-            return
-        log.info(kv("feedback", entry=entry, fp=fp[:12], helpful=helpful, outcome=outcome, channel=channel))
-        thanks = bk.label(lang, "thanks_up" if helpful else "thanks_down")
-        if outcome == "changed":
-            thanks += bk.label(lang, "thanks_changed")
-        self._reply_to_click(body, thanks)
 
     def share(self, body: dict, action: dict, received: float | None = None, cached: tuple[Answer, str] | None = None) -> None:
         value = bk.parse_value(action.get("value"))
@@ -749,7 +875,7 @@ class SlackBot:
         self.share(body, action, received, (self.ask(query, received), fingerprint(query)))
 
     def escalate(self, body: dict, action: dict) -> None:
-        """Tag the support group, once per thread (or private answer) per hour and once per user per cooldown.
+        """Tag the support group, once per thread (or private answer) on every replica, and once per user per cooldown.
         An ephemeral answer's question was private: nothing of it is posted."""
         value = bk.parse_value(action.get("value"))
         lang = _lang_of(value, action)
@@ -760,28 +886,35 @@ class SlackBot:
         thread_ts = value.get("t") or text_of(container, "thread_ts")
         if not thread_ts and not private:
             thread_ts = text_of(container, "message_ts")
-        key = (channel, thread_ts or text_of(container, "message_ts") or value.get("f") or "?")
-        if key in self.escalated:
-            log.info(kv("escalation_repeated", channel=channel))
-            self._reply_to_click(body, bk.label(lang, "escalated_already"))
-            return
-        if (user and self.escalating_users.active(user)) or (channel and not self.escalating_channels.allow(channel)):
-            log.info(kv("escalation_limited", channel=channel))
-            self._reply_to_click(body, bk.label(lang, "escalated_recently"))
-            return
         group = f"<!subteam^{self.escalation_group}> " if self.escalation_group else ""
         text = bk.label(lang, "escalated", group=group, user=user_ref(user) or bk.label(lang, "someone"))
+        thread_key = str(thread_ts or f"fp:{value.get('f') or '-'}")  # an ephemeral answer has no thread: its question
+        claimed = False
         try:
             if not channel:
                 raise RuntimeError("no channel in the action payload")
+            earlier = self._claim_escalation(channel, thread_key, user, value.get("f"))
+            if earlier is not None:  # one escalation per thread, across replicas and repeated clicks
+                log.info(kv("escalation_duplicate", channel=channel, fp=value.get("f")))
+                who = user_ref(earlier) or bk.label(lang, "someone")
+                self._reply_to_click(body, bk.label(lang, "already_escalated", user=who))
+                return
+            claimed = True
+            if (user and self.escalating_users.active(user)) or not self.escalating_channels.allow(channel):
+                log.info(kv("escalation_limited", channel=channel))
+                self._release_escalation(channel, thread_key)
+                claimed = False
+                self._reply_to_click(body, bk.label(lang, "escalated_recently"))
+                return
             self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
-            self.escalated.set(key, True)
             if user:
                 self.escalating_users.allow(user)
             log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f"), private=private))
             ack_text = bk.label(lang, "escalated_ack") + (bk.label(lang, "escalated_private") if private else "")
             self._reply_to_click(body, ack_text)
         except Exception as exc:
+            if claimed:  # nobody was told: let the next click try again
+                self._release_escalation(str(channel), thread_key)
             ref = uuid.uuid4().hex[:8]
             error = _api_error(exc)
             log.error(kv("escalation_failed", channel=channel, ref=ref, error=error))
@@ -789,6 +922,26 @@ class SlackBot:
                 self._reply_to_click(body, bk.label(lang, "not_in_channel"))
             else:
                 self._reply_to_click(body, bk.render_error(ref, lang).text)
+
+    def _claim_escalation(self, channel: str, thread_key: str, user: str | None, fp: Any) -> str | None:
+        """None when this click may escalate; else who asked first."""
+        key = f"{channel}:{thread_key}"
+        try:
+            earlier = self.state.claim_escalation(channel, thread_key, user=user, fingerprint=str(fp) if fp else None)
+        except DatabaseUnavailable:
+            first = self._escalations.add_if_absent(key, user or "")
+            return None if first else (self._escalations.get(key) or "")
+        if earlier is None:
+            self._escalations.set(key, user or "")
+            return None
+        return earlier.requested_by or ""
+
+    def _release_escalation(self, channel: str, thread_key: str) -> None:
+        self._escalations.pop(f"{channel}:{thread_key}")
+        try:
+            self.state.release_escalation(channel, thread_key)
+        except DatabaseUnavailable:
+            pass
 
     def _reply_to_click(self, body: dict, text: str) -> None:
         """An ephemeral note to whoever clicked: via response_url, else chat.postEphemeral."""
@@ -818,6 +971,12 @@ class SlackBot:
             log.error(kv("gap_store_failed", error=type(exc).__name__))
 
     def _log_reply(self, surface: str, channel: str | None, user: str | None, query: str, answer: Answer, fp: str, started: float) -> None:
+        entry = answer.results[0].id if answer.answered and answer.results else None
+        try:  # the activity counts (report, App Home); queued by the store if the database is down
+            self.feedback.record_reply(surface=surface, channel=channel, fingerprint=fp, entry_id=entry, answered=answer.answered,
+                                       confidence=answer.confidence, lang=answer.lang)
+        except Exception as exc:
+            log.error(kv("reply_store_failed", error=type(exc).__name__))
         log.info(
             kv(
                 "reply",
@@ -841,6 +1000,15 @@ def _lang_of(value: dict[str, str], action: dict) -> str:
         return value["l"]
     label = action.get("text")
     return guess_lang(text_of(label, "text") or "" if isinstance(label, dict) else "")
+
+
+def _action_time(action: dict) -> float | None:
+    """Slack's own time of a click (action_ts), the same for every replica; None when absent or odd."""
+    try:
+        value = float(action.get("action_ts"))
+    except (TypeError, ValueError):
+        return None
+    return value if 1e9 < value < 1e11 else None
 
 
 def _api_error(exc: BaseException) -> str:

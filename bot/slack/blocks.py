@@ -63,6 +63,7 @@ LABELS: dict[str, dict[str, str]] = {
             "• `/mindie-help <error line or question>`: answer visible only to you, with a button to share it.\n"
             "• Mention me with a pasted log, or in a thread under one: I answer in the thread.\n"
             "• Send me a direct message, or share a `.log`/`.txt` file with me.\n"
+            "• `/mindie-help env <npu-smi info, pip list or version files>`: check the versions against the compatibility table.\n"
             "Example: `/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
         ),
         "thanks_up": "Thanks for the feedback 👍",
@@ -71,7 +72,7 @@ LABELS: dict[str, dict[str, str]] = {
         "escalated": "{group}{user} asked for a human: the bot had no confident answer here.",
         "escalated_ack": "I've asked the support team to take a look.",
         "escalated_private": " Your question was visible only to you, so it was not posted: add it in the channel for them.",
-        "escalated_already": "The support team has already been asked about this; they will reply in the thread.",
+        "already_escalated": "A human was already asked to look at this (by {user}); they will reply in the thread.",
         "escalated_recently": "You asked for a human a few minutes ago; the support team has been told.",
         "someone": "someone",
         "not_in_channel": "I can't post in this conversation. Invite me with `/invite @mindie-help`, or ask the support team directly.",
@@ -113,6 +114,7 @@ LABELS: dict[str, dict[str, str]] = {
             "• `/mindie-help <报错行或问题>`：仅你可见的回答，可一键分享到频道。\n"
             "• 在粘贴的日志中或其下方的话题里 @我：我会在话题中回复。\n"
             "• 私信我，或发给我 `.log`/`.txt` 文件。\n"
+            "• `/mindie-help env <npu-smi info、pip list 或版本文件内容>`：按配套表检查版本。\n"
             "示例：`/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
         ),
         "thanks_up": "感谢反馈 👍",
@@ -121,7 +123,7 @@ LABELS: dict[str, dict[str, str]] = {
         "escalated": "{group}{user} 请求人工支持：机器人没有可信的答案。",
         "escalated_ack": "已通知支持团队。",
         "escalated_private": "你的问题只有你自己可见，因此没有贴出：请在频道里补充给支持团队。",
-        "escalated_already": "已经通知过支持团队了，他们会在话题中回复。",
+        "already_escalated": "已经请求过人工支持（由 {user} 发起），他们会在话题中回复。",
         "escalated_recently": "你几分钟前已请求过人工支持，支持团队已收到通知。",
         "someone": "有人",
         "not_in_channel": "我无法在这个会话中发消息。请用 `/invite @mindie-help` 邀请我，或直接联系支持团队。",
@@ -369,6 +371,7 @@ def render_answer(
         blocks.extend(_hit_blocks(hit, rank, lang))
     if answer.error_codes:
         blocks.append(context(f"*{label(lang, 'codes')}*\n" + "\n".join(_code_lines(answer))))
+    blocks.extend(_environment(answer))
     notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
     if shared_by:
         notes.append(label(lang, "shared_by", user=shared_by))
@@ -385,8 +388,11 @@ def render_abstain(
     answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
 ) -> Rendered:
     """The honest "not recognised" reply: the line taken for the root error, its family's first triage steps and
-    commands, what any error code means, then the closest topics and a human."""
+    commands, what any error code means, then the closest topics and a human. An environment dump gets the
+    Environment section instead."""
     lang = answer.lang
+    if answer.environment is not None and answer.environment.only:
+        return render_environment(answer, escalate_value=escalate_value, extra_notes=extra_notes)
     blocks: list[dict[str, Any]] = [section(f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*")]
     if answer.root:
         quoted = f"> {inline_code(clip(answer.root.text, MAX_QUOTED_LINE))}"
@@ -403,12 +409,51 @@ def render_abstain(
     if answer.suggestions:
         items = [f"• {esc(s)}" for s in answer.suggestions[:5]]
         blocks.append(section(f"*{label(lang, 'closest')}*\n" + "\n".join(items)))
+    blocks.extend(_environment(answer))
     notes = [label(lang, "tip")] + [esc(n) for n in answer.notices] + list(extra_notes or [])
     blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
     tail: list[dict[str, Any]] = []
     if escalate_value is not None:
         tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
     return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
+
+
+def _environment(answer: Answer) -> list[dict[str, Any]]:
+    if answer.environment is None:
+        return []
+    from bot.slack.env_blocks import environment_blocks  # imported here: env_blocks builds on this module
+
+    return environment_blocks(answer.environment, answer.lang)
+
+
+def render_environment(
+    answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
+) -> Rendered:
+    """A paste that is only an environment dump (npu-smi, pip list, version files): the check is the whole reply."""
+    from bot.environment.present import section as environment_section
+    from bot.slack.env_blocks import fallback, section_blocks
+
+    lang = answer.lang
+    sec = environment_section(answer.environment, lang)
+    blocks = section_blocks(sec)[1:]  # no divider on top of a reply of its own
+    notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
+    if notes:
+        blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
+    tail: list[dict[str, Any]] = []
+    if escalate_value is not None:
+        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
+    return Rendered(text=fallback(sec), blocks=enforce_limits(blocks, lang, tail=tail))
+
+
+def render_environment_report(report: Any, lang: str = "en") -> Rendered:
+    """`/mindie-help env`: the report of a paste, or (nothing found) the commands that collect the facts."""
+    from bot.environment.checker import all_commands
+    from bot.environment.present import commands_only, section as environment_section
+    from bot.slack.env_blocks import fallback, section_blocks
+
+    sec = environment_section(report, lang) if report is not None else commands_only(lang, all_commands())
+    sec.intro = None  # asked for explicitly: no need to say it is an environment dump
+    return Rendered(text=fallback(sec), blocks=enforce_limits(section_blocks(sec)[1:], lang))
 
 
 def render_text(text: str, lang: str = "en") -> Rendered:

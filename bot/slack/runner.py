@@ -11,6 +11,7 @@ from bot.logs import get_logger, kv, register_secret
 
 if TYPE_CHECKING:
     from bot.engine.engine import Engine
+    from bot.feedback import FeedbackStore
     from bot.slack.app import SlackBot
 
 log = get_logger()
@@ -62,20 +63,39 @@ def config_problem(settings: Settings, http: bool) -> str | None:
     return "\n".join(lines)
 
 
-def serve(settings: Settings, http: bool = False, port: int = 3000, host: str = "0.0.0.0", engine: "Engine | None" = None) -> None:
-    """Serve Slack until interrupted (SIGINT/SIGTERM) with the given engine, or one built here."""
+def serve(
+    settings: Settings,
+    http: bool = False,
+    port: int = 3000,
+    host: str = "0.0.0.0",
+    engine: "Engine | None" = None,
+    feedback: "FeedbackStore | None" = None,
+) -> None:
+    """Serve Slack until interrupted (SIGINT/SIGTERM) with the given engine and store, or ones opened here.
+
+    The database is opened (and migrated) before the engine loads, so a wrong URL or a server that is down
+    fails in seconds with one message (bot.storage.StoreError), not after the model has loaded."""
     problem = config_problem(settings, http)
     if problem:
         raise SlackConfigError(problem)
     for secret in (settings.slack_bot_token, settings.slack_app_token, settings.slack_signing_secret):
         register_secret(secret.get_secret_value() if secret else None)
+    if feedback is None:
+        from bot.feedback import FeedbackStore
+
+        feedback = FeedbackStore.from_settings(settings)
+    log.info(kv("database_ready", database=feedback.db.dialect))
     if engine is None:
         from bot.engine.engine import Engine  # slow import (models); only when serving
 
         log.info(kv("engine_loading"))
         engine = Engine.from_settings(settings)
     log.info(kv("engine_ready", **{k: v for k, v in _flat_status(engine).items()}))
-    bot = _make_bot(settings, engine)
+    try:
+        bot = _make_bot(settings, engine, feedback)
+    except BaseException:
+        feedback.close()
+        raise
     if http:
         _serve_http(bot, host, port)
     else:
@@ -90,14 +110,14 @@ def _flat_status(engine: object) -> dict:
     return {k: v for k, v in status.items() if isinstance(v, (str, int, float, bool))}
 
 
-def _make_bot(settings: Settings, engine: object) -> "SlackBot":
+def _make_bot(settings: Settings, engine: object, feedback: "FeedbackStore") -> "SlackBot":
     from slack_bolt.error import BoltError
     from slack_sdk.errors import SlackApiError
 
     from bot.slack.app import SlackBot
 
     try:
-        return SlackBot(settings, engine)  # type: ignore[arg-type]
+        return SlackBot(settings, engine, feedback=feedback)  # type: ignore[arg-type]
     except (BoltError, SlackApiError) as exc:
         raise SlackConfigError(
             "Slack rejected SLACK_BOT_TOKEN when checking it with auth.test "
@@ -130,7 +150,7 @@ def _install_sigterm(stop: threading.Event) -> None:
 def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
     from bot.slack.server import EVENTS_PATH, HEALTH_PATH, make_server
 
-    server = make_server(bot.app, bot.engine.status, host, port, signing_secret=bot.signing_secret)
+    server = make_server(bot.app, bot.status, host, port, signing_secret=bot.signing_secret)
     stop = threading.Event()
     _install_sigterm(stop)
     log.info(kv("http_listening", host=host, port=server.port, events=EVENTS_PATH, health=HEALTH_PATH))

@@ -90,16 +90,18 @@ class Harness:
         }
         return self.send(json.dumps(payload), "application/json", **kwargs)
 
-    def command(self, text: str, response_name: str, *, user: str = "UALICE", channel: str = "C0GENERAL") -> tuple[int, str, float]:
+    def command(self, text: str, response_name: str, *, user: str = "UALICE", channel: str = "C0GENERAL",
+                trigger_id: str | None = None) -> tuple[int, str, float]:
         form = {
             "token": "legacy", "team_id": TEAM_ID, "team_domain": "test", "channel_id": channel, "channel_name": "general",
             "user_id": user, "user_name": "alice", "command": "/mindie-help", "text": text, "api_app_id": "A0TEST",
-            "response_url": self.fake.response_url(response_name), "trigger_id": "123.456.abc",
+            "response_url": self.fake.response_url(response_name), "trigger_id": trigger_id or _trigger_id(),
         }
         return self.send(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
 
     def click(self, button: dict[str, Any], response_name: str, *, user: str = "UALICE", channel: str = "C0GENERAL",
-              message_ts: str = "1700000000.000100", thread_ts: str | None = None, ephemeral: bool = False) -> tuple[int, str, float]:
+              message_ts: str = "1700000000.000100", thread_ts: str | None = None, ephemeral: bool = False,
+              trigger_id: str | None = None) -> tuple[int, str, float]:
         container: dict[str, Any] = {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": ephemeral}
         if thread_ts:
             container["thread_ts"] = thread_ts
@@ -110,7 +112,7 @@ class Harness:
             "api_app_id": "A0TEST",
             "token": "legacy",
             "container": container,
-            "trigger_id": "123.456.def",
+            "trigger_id": trigger_id or _trigger_id(),
             "channel": {"id": channel, "name": "general"},
             "response_url": self.fake.response_url(response_name),
             "actions": [{
@@ -122,6 +124,11 @@ class Harness:
 
     def idle(self, timeout: float = 30.0) -> None:
         assert self.bot.wait_idle(timeout), "bot still busy"
+
+
+def _trigger_id() -> str:
+    """Slack gives every command and click a fresh trigger_id; the bot drops a repeated one as a replay."""
+    return f"{int(time.time())}.{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex[:16]}"
 
 
 def find_buttons(blocks: list[dict]) -> dict[str, dict]:

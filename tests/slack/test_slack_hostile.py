@@ -304,7 +304,7 @@ def test_twenty_clicks_on_ask_a_human_ping_once(harness):
     harness.idle()
     pings = [c for c in fake.posts("C0HUMAN") if "<!subteam^S0SUPPORT>" in c.params.get("text", "")]
     assert len(pings) == 1
-    assert "already been asked" in json.dumps([c.params for c in fake.responses()])
+    assert "already asked" in json.dumps([c.params for c in fake.responses()])
 
 
 def test_escalating_a_private_answer_posts_nothing_of_the_question(harness):
@@ -461,3 +461,40 @@ def test_socket_mode_drops_a_malformed_envelope_without_raising(engine, fake_sla
         fake_slack.ws_url = None
         fake_slack.reset()
     no_listener_errors(caplog)
+
+
+# --- with issues #12 and #13 merged: /mindie-help env, claims held by deferred work ---------------------------
+
+ENV_PASTE = "torch                 2.7.0\ntorch_npu             2.5.1.post1\nCANN: 8.1.RC1\n"
+
+
+def test_the_env_check_escapes_the_paste_in_blocks_and_fallback_text(harness):
+    status, body, took = harness.command("env OS: <!channel> <@U0BOSS> Ubuntu 22.04\n" + ENV_PASTE, "cmd-env-esc")
+    assert status == 200 and took < ACK_LIMIT
+    data = json.loads(body)
+    assert "Ubuntu 22.04" in data["text"] and "pip install torch==2.5.1" in data["text"]
+    for part in (data["text"], json.dumps(data["blocks"])):
+        assert "<!channel>" not in part and "<@U0BOSS>" not in part
+
+
+def test_a_retry_while_the_deferred_answer_runs_is_busy_then_dropped(make_harness):
+    a, b = make_harness(), make_harness()  # two replicas on one SQLite file
+    release = threading.Event()
+    answer = a.bot.ask
+
+    def slow_ask(*args, **kwargs):
+        release.wait(30)
+        return answer(*args, **kwargs)
+
+    a.bot.ask = slow_ask
+    event = {"type": "app_mention", "user": "UALICE", "channel": "C0SLOW", "ts": "70.1", "text": bot_mention(OOM_LINE)}
+    assert a.event(event, event_id="Ev0SLOW")[0] == 200  # acknowledged; the answer waits on a worker
+    time.sleep(0.3)
+    # The listener has returned, but the work it deferred holds the claim: the other replica must not answer.
+    assert b.event(event, event_id="Ev0SLOW")[0] == 503
+    release.set()
+    a.fake.wait_for(lambda: a.fake.posts("C0SLOW"))
+    a.idle()
+    assert b.event(event, event_id="Ev0SLOW")[0] == 200
+    b.idle()
+    assert len(a.fake.posts("C0SLOW")) == 1

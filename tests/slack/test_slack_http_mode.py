@@ -415,15 +415,15 @@ def test_an_unrecognised_real_error_gets_root_line_family_triage_and_a_human(har
     """A real report whose error is not in the knowledge base: no guessed fix, the root line quoted, its family's
     first steps, the human button; pasted into a channel unasked, the bot stays silent."""
     fake = harness.fake
-    log = (Path(__file__).parent.parent / "data" / "real_logs" / "qwen3-vl-moe-unsupported.log").read_text(encoding="utf-8")
+    log = (Path(__file__).parent.parent / "data" / "real_logs" / "aclnn-inplacezero-561103.log").read_text(encoding="utf-8")
     harness.event({"type": "app_mention", "user": "UALICE", "channel": CH, "ts": "1700000090.000100",
                    "text": bot_mention("deploy fails:\n```" + log + "```")})
     post = fake.wait_for(lambda: fake.posts(CH))[0]
     body = post.blocks_json()
     assert "Not recognised" in body and "Not recognised" in post.params["text"]
-    assert "unsupported model type: qwen3_vl_moe" in body  # the root line is quoted
-    assert "tokenizer-vocab-size" not in body  # the wrapper's entry is not offered as the fix
-    assert "First steps" in body
+    assert "aclnnInplaceZero" in body  # the root line is quoted
+    assert "561103" in body  # with what the code means
+    assert "First steps" in body and "ASCEND_LAUNCH_BLOCKING" in body
     assert bk.ACTION_ESCALATE in find_buttons(post.blocks)
 
     harness.event({"type": "message", "channel_type": "channel", "channel": "C0OPS", "user": "UBOB",
