@@ -36,6 +36,10 @@ _WB_START = rf"(?:^|{_NOT_W})"  # a \b before a word character; it consumes a ch
 _WB_END = rf"(?:{_NOT_W}|$)"  # a \b after a word character
 _D = r"\p{Nd}"  # Python's \d
 _S = r"[\t\x0b\x0c\r\x1c-\x1f \x{85}\p{Z}]"  # Python's \s (str.isspace()) without the newline: patterns see one line
+_NOT_S = r"[^\t\n\x0b\x0c\r\x1c-\x1f \x{85}\p{Z}]"  # Python's \S
+# The same, for line patterns elsewhere (bot/environment): RE2, and Python's meaning of the classes.
+compile_linear = _compile
+PY_W, PY_D, PY_S, PY_NOT_S = _W, _D, _S, _NOT_S
 
 _ERROR_LINE = _compile(
     r"(?m)ERROR|Error|error[:\]]|Exception|Traceback|FAIL|[Ff]ail(?:ed|ure)?" + _WB_END + "|" + _WB_START + "fault" + _WB_END

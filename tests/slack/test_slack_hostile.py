@@ -477,6 +477,15 @@ def test_the_env_check_escapes_the_paste_in_blocks_and_fallback_text(harness):
         assert "<!channel>" not in part and "<@U0BOSS>" not in part
 
 
+def test_a_long_env_paste_is_acked_at_once_and_checked_on_a_worker(harness):
+    fake = harness.fake
+    hostile = ("a" + " " * 480 + "torch!\n") * 1500  # each line cost the old `re` patterns ~0.2 s
+    status, body, took = harness.command("env " + hostile + ENV_PASTE, "cmd-env-long")
+    assert status == 200 and took < ACK_LIMIT and not body.strip()
+    response = fake.wait_for(lambda: fake.responses("cmd-env-long"), timeout=60)[0]
+    assert "torch_npu 2.5.1.post1 is built for torch 2.5.1" in json.dumps(response.params, ensure_ascii=False)
+
+
 def test_a_retry_while_the_deferred_answer_runs_is_busy_then_dropped(make_harness):
     a, b = make_harness(), make_harness()  # two replicas on one SQLite file
     release = threading.Event()

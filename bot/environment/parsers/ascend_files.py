@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from bot.engine.normalize import PY_D as D, PY_W as W, compile_linear
 from bot.environment.parsers import HINT, MAX_LINE, TOOL, Parsed, worth
 
 _PACKAGE_NAME = re.compile(r"^\s*package_name\s*=\s*(\S+)", re.IGNORECASE)
@@ -29,7 +30,14 @@ _PACKAGE_FILE = re.compile(
     r"Ascend-(cann-toolkit|cann-kernels-\w+|cann-\w+-ops|cann-nnal|cann-nnae|mindie|mindie-turbo|hdk-\w+-npu-driver|"
     r"hdk-\w+-npu-firmware)_(\d[\w.]*?)_(?:linux|py\d)", re.IGNORECASE)
 _WHEEL = re.compile(r"\b(torch_npu|torch|vllm_ascend|mindie_llm|mindie_turbo)-(\d[\w.]*?)(?:\+\w+)?-(cp|py)(\d)(\d+)")
-_IMAGE = re.compile(r"\b(?:[\w.\-]+/)*(mindie|vllm-ascend|cann):v?(\d[\w.]*?)(?:-([\w.\-]+))?(?=\s|$|['\"`)])", re.IGNORECASE)
+# An image tag: a registry path, then mindie|vllm-ascend|cann:<version>[-<suffix>], ending the word. On RE2 (under
+# `re` the path prefix tried at every position made "1/1/1/..." quadratic). The path captures nothing and a name
+# matches exactly when a non-word character (or the line's start) is before it, so the pattern keeps only that;
+# the version and suffix classes cannot hold the end marks, so "ends the word" is checked after the match
+# (_IMAGE_END) instead of by the old look-ahead.
+_IMAGE = compile_linear(rf"(?i)(?:^|[^{W}])(mindie|vllm-ascend|cann):v?({D}[{W}.]*)(?:-([{W}.\-]+))?")
+_IMAGE_END = "'\"`)"
+
 
 
 _WORDS = ("=", "mindie", "atb", "ascend-", ".whl", "torch_npu-", "torch-", "vllm_ascend-", "vllm-ascend:", "cann:")
@@ -122,7 +130,9 @@ def _names(out: Parsed, line: str, i: int) -> None:
         out.add(component, match.group(2), "wheel file name", i, HINT)
         out.add("python", f"{match.group(4)}.{match.group(5)}", "wheel file name", i, HINT)
     for match in _IMAGE.finditer(line):
-        _image(out, match.group(1).lower(), match.group(2), (match.group(3) or "").lower(), i)
+        end = match.end()
+        if end == len(line) or line[end].isspace() or line[end] in _IMAGE_END:
+            _image(out, match.group(1).lower(), match.group(2), (match.group(3) or "").lower(), i)
 
 
 def _image(out: Parsed, image: str, version: str, suffix: str, i: int) -> None:

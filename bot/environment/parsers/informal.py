@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from bot.engine.normalize import PY_D as D, PY_S as S, PY_W as W, compile_linear
 from bot.environment.parsers import MAX_LINE, TEXT, Parsed, RawFact, worth
 
 # Normalised key (lower case, no spaces, dashes, underscores or the word "version") -> component.
@@ -34,13 +35,17 @@ ALIASES: dict[str, str] = {
 }
 _STRIP_KEY = re.compile(r"[\s\-_`*'\"]+|version|版本号?|号", re.IGNORECASE)
 _KEY_PREFIX = re.compile(r"^(?:current|installed|my|the|used|当前|已安装的?|安装的|使用的?)\s*", re.IGNORECASE)
-_PIECE = re.compile(
-    r"^\s*(?:[-*•>]\s*)?(?P<key>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff .\-/`*'\"]{0,40}?)\s*"
-    r"(?:[:：=]=?|==|\s)\s*[`'\"]?v?(?P<ver>\d+(?:\.\w+)*(?:[ .]rc\d+)?(?:\+\w+)?)[`'\"]?"
-    r"\s*(?:\(.*\)|\[.*\]|（.*）|[\u4e00-\u9fff]{0,6})?\s*$", re.IGNORECASE)
+# _PIECE, _SPLIT and _TABLE_ROW run on RE2 (linear): under `re` a line of a word and 480 spaces cost _PIECE
+# 0.15-0.5 s, and the check runs on every answer (issue #11's rule for line patterns). Python's \w, \d, \s as
+# bot.engine.normalize defines them for RE2.
+_CJK = "\u4e00-\u9fff"
+_PIECE = compile_linear(
+    rf"(?i)^{S}*(?:[-*•>]{S}*)?(?P<key>[A-Za-z{_CJK}][{W}{_CJK} .\-/`*'\"]{{0,40}}?){S}*"
+    rf"(?:[:：=]=?|==|{S}){S}*[`'\"]?v?(?P<ver>{D}+(?:\.[{W}]+)*(?:[ .]rc{D}+)?(?:\+[{W}]+)?)[`'\"]?"
+    rf"{S}*(?:\(.*\)|\[.*\]|（.*）|[{_CJK}]{{0,6}})?{S}*$")
 _GLUED = re.compile(r"^\s*(?:[-*•]\s*)?(python|py)\s*(3\.\d{1,2}(?:\.\d{1,3})?)\s*$", re.IGNORECASE)
-_SPLIT = re.compile(r"[,，;；、]\s*|\s+且\s+|\s+and\s+")
-_TABLE_ROW = re.compile(r"^\s*\|\s*([^|]{1,40}?)\s*\|\s*`?v?(\d[\w.+\-]*)`?(?:\s*\([^|]*\))?\s*\|")
+_SPLIT = compile_linear(rf"[,，;；、]{S}*|{S}+且{S}+|{S}+and{S}+")
+_TABLE_ROW = compile_linear(rf"^{S}*\|{S}*([^|]{{1,40}}?){S}*\|{S}*`?v?({D}[{W}.+\-]*)`?(?:{S}*\([^|]*\))?{S}*\|")
 _CHIP = re.compile(r"\b(?:Ascend\s*|NPU type:\s*Ascend)?(910B\d?(?:C|-1)?|910_93\d\d|910A|910ProA|910ProB|910PremiumA|"
                    r"310P\d?|950(?:PR|DT)?)\b", re.IGNORECASE)
 _ATLAS = re.compile(r"\bAtlas\s*(300I\s*Duo|300I\s*Pro|800I\s*A2|800T\s*A2|800I\s*A3|800T\s*A3|900\s*A3|A2|A3)\b|"

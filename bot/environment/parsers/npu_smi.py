@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from bot.environment.models import NpuCard, NpuProcess
+from bot.engine.normalize import PY_D as D, PY_NOT_S as NS, PY_S as S, compile_linear
 from bot.environment.parsers import MAX_LINE, TOOL, Parsed, Signal
 
 _HEADER = re.compile(r"npu-smi\s+(\d[\w.]*)\s+Version:\s*(\d[\w.]*)", re.IGNORECASE)
@@ -21,11 +22,11 @@ _NAME_CELL = re.compile(r"^(\d{1,6})\s+([A-Za-z0-9][\w.\-]*)$")
 _CHIP_CELL = re.compile(r"^(\d{1,3})(?:\s+(\d{1,4}))?$")
 _BUS_ID = re.compile(r"^[0-9A-Fa-fx]{4}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-9A-Fa-fx]$")
 _HEALTH = re.compile(r"^(OK|Warning|Alarm|Critical|Abnormal|Unknown|Error|NA)$", re.IGNORECASE)
-_PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")
+_PAIR = compile_linear(rf"({D}+){S}*/{S}*({D}+)")  # RE2, as _KEY_VALUE: both were quadratic under `re`
 _PROC_CHIP = re.compile(r"^(\d{1,6})\s+(\d{1,4})$")
 _NO_PROCESS = re.compile(r"No running processes found in NPU\s+(\d+)", re.IGNORECASE)
 _ERRORS = re.compile(r"dcmi module initialize failed[^\n]*|ret is -80\d\d|npu-smi: command not found|DrvMngGetConsoleLogLevel failed", re.IGNORECASE)
-_KEY_VALUE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ()/.\-]*?)\s+:\s+(\S.*?)\s*$")
+_KEY_VALUE = compile_linear(rf"^{S}*([A-Za-z][A-Za-z0-9 ()/.\-]*?){S}+:{S}+({NS}.*?){S}*$")
 _KV_FACTS = {"software version": "driver", "firmware version": "firmware"}
 
 
