@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from bot.engine.normalize import clean, is_error_line, mask, scrub_surrogates
+from bot.engine.normalize import clean, is_error_line, mask, strip_control
 from bot.storage import Database, StoreError
 from bot.storage import escalations as escalations_table
 from bot.storage import replies as replies_table
@@ -80,7 +80,8 @@ def redact(text: str) -> str:
 
 def excerpt(text: str, limit: int = 200) -> str:
     """A short redacted excerpt: the first error-looking lines, else the first lines of the query."""
-    text = scrub_surrogates(text or "")  # SQLite cannot store a lone surrogate (issue #11)
+    # SQLite cannot store a lone surrogate, PostgreSQL no NUL, and the report prints excerpts to a terminal (issue #11)
+    text = strip_control(text or "")
     lines = [ln.strip() for ln in text.replace("\r", "\n").split("\n") if ln.strip() and ln.strip() != "```"]
     picked = [ln for ln in lines if is_error_line(ln)][:2] or lines[:2]
     out = redact(" ⏎ ".join(ln[:limit] for ln in picked))
