@@ -278,9 +278,10 @@ def serve(
 def corpus_check(
     facts: Optional[Path] = typer.Option(None, "--facts", help="list of the FAQ's commands per entry (default: tests/data/faq_commands if present)"),
     faultdiag: Optional[Path] = typer.Option(None, "--faultdiag", help="also check a FaultDiag kg-config.json pack (default: MINDIE_HELP_FAULTDIAG_KG)"),
+    strict: bool = typer.Option(False, "--strict", help="fail on signatures that also match other entries' examples"),
 ) -> None:
     """Validate every corpus file; print problems as FILE: field.path: what is wrong."""
-    from bot.corpus.check import check_corpus
+    from bot.corpus.check import check_corpus, overlaps
     from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 
     settings = _read_settings()
@@ -292,6 +293,12 @@ def corpus_check(
         out.print(str(problem), markup=False)
     if problems:
         err.print(f"corpus check failed: {len(problems)} problem(s)")
+        raise typer.Exit(1)
+    shared = overlaps(corpus)
+    for problem in shared:
+        out.print(f"{'' if strict else 'warning: '}{problem}", markup=False)
+    if strict and shared:
+        err.print(f"corpus check failed (--strict): {len(shared)} signature overlap(s)")
         raise typer.Exit(1)
     codes = len(corpus.codes) + sum(len(c.codes) for c in corpus.catalogues)
     out.print(f"corpus OK: {len(corpus.entries)} entries, {len(corpus.families)} families, {codes} error codes, "

@@ -250,7 +250,18 @@ def _format_real(block: dict) -> list[str]:
     wrong = [o for o in hybrid["outcomes"] if o["misleads"]]
     if wrong:
         lines.append("hybrid misleads: " + "; ".join(f"{o['id']} -> {o['top']} ({o['confidence']:.2f})" for o in wrong))
+    catch_alls = catch_all_entries(hybrid["outcomes"])
+    lines.append("catch-all entries (wrong answer to 3+ reports): " + (", ".join(f"{e} x{n}" for e, n in catch_alls) or "none"))
     return lines
+
+
+def catch_all_entries(outcomes: list[dict], at_least: int = 3) -> list[tuple[str, int]]:
+    """Entries that answered several reports they do not fit: the sign of a signature or text that matches too much."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        if o["misleads"] and o["top"]:
+            counts[o["top"]] = counts.get(o["top"], 0) + 1
+    return sorted(((e, n) for e, n in counts.items() if n >= at_least), key=lambda x: -x[1])
 
 
 def _format_calibration(block: dict) -> list[str]:

@@ -226,3 +226,21 @@ def test_the_readme_example_entry_is_valid_and_answers(corpus_copy: Path):
     assert [str(p) for p in problems] == []
     matches = SignatureIndex.from_corpus(corpus).match(["[ERROR] write failed: No space left on device /data/logs"])
     assert matches["site-disk-full"].captures() == {"mount": "/data/logs"}
+
+
+def test_corpus_check_warns_about_signatures_that_claim_other_entries_examples(corpus_copy: Path):
+    """The scale check: a signature that fires on another entry's example is where catch-alls begin."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    path = corpus_copy / "socket-bind-failed.yaml"
+    signatures = yaml.safe_load(path.read_text(encoding="utf-8"))["signatures"]
+    _edit(path, signatures=signatures + [{"pattern": "(?i)out of memory", "weight": 0.3}])
+    runner = CliRunner()
+    env = {"MINDIE_HELP_CORPUS_DIR": str(corpus_copy)}
+    result = runner.invoke(app, ["corpus", "check"], env=env)
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: corpus/socket-bind-failed.yaml")]
+    assert warnings and any("npu-out-of-memory example" in w for w in warnings)
+    assert runner.invoke(app, ["corpus", "check", "--strict"], env=env).exit_code == 1

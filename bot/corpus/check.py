@@ -34,6 +34,25 @@ def check_corpus(root: Path, facts: Path | None = None) -> tuple[Corpus | None, 
     return corpus, problems
 
 
+def overlaps(corpus: Corpus) -> list[Problem]:
+    """Signatures that also fire on another entry's example logs: not wrong in themselves (one line can have two
+    causes), but the place where catch-all entries start as the corpus grows. `corpus check` prints them as
+    warnings, the entries that claim most of other entries' examples first; --strict fails on them."""
+    index = SignatureIndex.from_corpus(corpus)
+    found: list[tuple[str, str, int]] = []
+    for entry in corpus.entries:
+        for i, example in enumerate(entry.example_logs):
+            for other, match in index.match(example.splitlines()).items():
+                if other != entry.id:
+                    found.append((other, entry.id, i))
+    claims: dict[str, int] = {}
+    for other, _, _ in found:
+        claims[other] = claims.get(other, 0) + 1
+    found.sort(key=lambda f: (-claims[f[0]], f[0], f[1], f[2]))
+    return [Problem(corpus.files[other], "signatures", f"also matches {owner} example {i} (this entry claims {claims[other]} "
+                    f"example(s) of other entries)") for other, owner, i in found]
+
+
 def _language_problems(entry: Entry, shown: str) -> list[Problem]:
     out = []
     for name in ("title", "symptom", "cause"):
