@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.rule import Rule
 
-from bot.engine.models import Answer
+from bot.engine.models import Answer, CommandOut
 from bot.engine.normalize import strip_control
 from bot.environment.present import section as environment_section
 from bot.render.environment import print_section
@@ -53,14 +53,7 @@ def render_text(answer: Answer, console: Console) -> None:
             for line in hit.matched_lines:
                 console.print(f"  [cyan]L{line.line_no}:[/cyan] {escape(line.text)}")
         console.print(f"[bold]{label['cause']}:[/bold] {escape(hit.cause)}")
-        console.print(f"[bold]{label['fix']}:[/bold]")
-        for n, step in enumerate(hit.fix_steps, 1):
-            console.print(f"  {n}. {escape(step)}")
-        if hit.command_details:
-            console.print(f"[bold]{label['commands']}:[/bold]")
-            for cmd in hit.command_details:
-                console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
-                console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
+        _steps_and_commands(console, label, label["fix"], hit.fix_steps, hit.command_details)
         console.print()
     if env is not None:
         print_section(environment_section(env, answer.lang, brief=True), console)
@@ -76,14 +69,19 @@ def render_not_recognised(answer: Answer, console: Console) -> None:
     family = answer.family
     if family:
         console.print(f"[bold]{label['family']}:[/bold] {escape(family.title)} — {escape(family.summary)}")
-        console.print(f"[bold]{label['triage']}:[/bold]")
-        for n, step in enumerate(family.triage, 1):
-            console.print(f"  {n}. {escape(step)}")
-        if family.commands:
-            console.print(f"[bold]{label['commands']}:[/bold]")
-            for cmd in family.commands:
-                console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
-                console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
+        _steps_and_commands(console, label, label["triage"], family.triage, family.commands)
     if answer.suggestions:
         console.print(f"{label['closest']}: " + "; ".join(escape(s) for s in answer.suggestions))
     console.print(f"[dim]{label['ask']}[/dim]")
+
+
+def _steps_and_commands(console: Console, label: dict[str, str], heading: str, steps: list[str], commands: list[CommandOut]) -> None:
+    """Numbered steps, then every command on a line of its own with nothing around it, so it copies as is."""
+    console.print(f"[bold]{heading}:[/bold]")
+    for n, step in enumerate(steps, 1):
+        console.print(f"  {n}. {escape(step)}")
+    if commands:
+        console.print(f"[bold]{label['commands']}:[/bold]")
+        for cmd in commands:
+            console.print(f"[dim]# {escape(cmd.explain)}[/dim]")
+            console.print(f"[green]{escape(cmd.run)}[/green]", soft_wrap=True)
