@@ -17,11 +17,11 @@ def escape(text: str) -> str:
     return _markup_escape(strip_control(text))
 
 LABELS = {
-    "en": {"no_match": "Not recognised: this error is not in the knowledge base.", "closest": "Closest topics", "cause": "Cause",
+    "en": {"no_match": "No confident match.", "not_recognised": "Not recognised: this error is not in the knowledge base.", "closest": "Closest topics", "cause": "Cause",
            "fix": "Fix", "commands": "Commands", "seen": "Recognised in your log", "codes": "Error code",
            "confidence": "confidence", "root": "Root error (line {n})", "family": "Looks like", "triage": "First steps",
            "ask": "Still stuck? Ask a human in the support channel with the full log."},
-    "zh": {"no_match": "未识别：知识库中没有这个报错。", "closest": "最接近的主题", "cause": "原因", "fix": "解决步骤",
+    "zh": {"no_match": "没有足够把握的匹配。", "not_recognised": "未识别：知识库中没有这个报错。", "closest": "最接近的主题", "cause": "原因", "fix": "解决步骤",
            "commands": "命令", "seen": "识别到的日志行", "codes": "错误码", "confidence": "置信度",
            "root": "根因报错（第 {n} 行）", "family": "问题类别", "triage": "先做这几步", "ask": "仍未解决？请带上完整日志在支持频道求助人工。"},
 }
@@ -63,7 +63,7 @@ def render_not_recognised(answer: Answer, console: Console) -> None:
     """Say plainly that the error is unknown, quote the line taken for the root error, and give its family's first
     triage steps, so the reply is still worth reading."""
     label = LABELS[answer.lang]
-    console.print(f"[bold]{label['no_match']}[/bold]")
+    console.print(f"[bold]{label['not_recognised' if answer.root or answer.family else 'no_match']}[/bold]")
     if answer.root:
         console.print(f"[bold]{label['root'].format(n=answer.root.line_no)}:[/bold] {escape(answer.root.text)}")
     family = answer.family
