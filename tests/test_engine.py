@@ -223,3 +223,12 @@ def test_status_reports_model_and_index(engine):
     assert status["entries"] >= 42
     assert status["dense"].startswith("ready")
     assert status["index"]["dim"] == 384
+
+
+def test_the_fitted_calibration_ships_and_is_used(engine):
+    """bot/engine/calibration.json is package data: without it the bot would answer on the raw fused score."""
+    from bot.engine.calibration import CALIBRATION_FILE, Calibrator
+
+    assert CALIBRATION_FILE.exists() and engine.status()["calibrated"]
+    loaded = Calibrator.load()
+    assert loaded.log is not None and loaded.question is not None
