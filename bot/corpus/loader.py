@@ -6,10 +6,11 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import re2
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bot.corpus.compat import CompatFile, CompatTable, build_compat
 from bot.corpus.schema import Aftermath, CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
@@ -21,6 +22,7 @@ AFTERMATH_FILE = "aftermath.yaml"
 CATALOGUE_DIR = "codes"  # one file per vendor code system
 COMPAT_DIR = "compat"  # the compatibility table; it feeds the environment check, not the search index
 MAX_FILE_BYTES = 1_000_000
+M = TypeVar("M", bound=BaseModel)
 
 
 def re2_options() -> re2.Options:
@@ -122,6 +124,15 @@ def _validation_problems(shown: str, exc: ValidationError) -> list[Problem]:
     return out
 
 
+def _validated(model: type[M], data: object, shown: str, problems: list[Problem]) -> M | None:
+    """The file's data as `model`, or None with every validation problem reported against the file."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(shown, exc))
+        return None
+
+
 def _pattern_problem(pattern: str) -> str | None:
     try:
         compiled = re2.compile(pattern, re2_options())
@@ -178,10 +189,8 @@ def load_corpus(root: Path) -> Corpus:
         if path.parent.name == COMPAT_DIR and path.parent.parent == root:
             # kept out of the digest: editing the table must not force a rebuild of the search index
             if (data := _read_yaml(path, shown, problems)) is not None:
-                try:
-                    compat_files.append((shown, CompatFile.model_validate(data)))
-                except ValidationError as exc:
-                    problems.extend(_validation_problems(shown, exc))
+                if (table := _validated(CompatFile, data, shown, problems)) is not None:
+                    compat_files.append((shown, table))
             continue
         try:
             digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -191,48 +200,30 @@ def load_corpus(root: Path) -> Corpus:
         if data is None:
             continue
         if path.name == ERROR_CODES_FILE:
-            try:
-                codes = list(ErrorCodeTable.model_validate(data).codes)
-            except ValidationError as exc:
-                problems.extend(_validation_problems(shown, exc))
+            if (code_table := _validated(ErrorCodeTable, data, shown, problems)) is not None:
+                codes = list(code_table.codes)
             continue
         if path.parent.name == CATALOGUE_DIR and path.parent.parent == root:
-            try:
-                catalogues.append((shown, CodeCatalogue.model_validate(data)))
-            except ValidationError as exc:
-                problems.extend(_validation_problems(shown, exc))
+            if (catalogue := _validated(CodeCatalogue, data, shown, problems)) is not None:
+                catalogues.append((shown, catalogue))
             continue
         if path.name == FAMILIES_FILE and path.parent == root:
-            try:
-                table = FamilyTable.model_validate(data)
-            except ValidationError as exc:
-                problems.extend(_validation_problems(shown, exc))
-            else:
-                families = list(table.families)
-                problems.extend(_family_problems(table, shown))
+            if (family_table := _validated(FamilyTable, data, shown, problems)) is not None:
+                families = list(family_table.families)
+                problems.extend(_family_problems(family_table, shown))
             continue
         if path.name == AFTERMATH_FILE and path.parent == root:
-            try:
-                aftermath = Aftermath.model_validate(data)
-            except ValidationError as exc:
-                problems.extend(_validation_problems(shown, exc))
-            else:
+            if (aftermath := _validated(Aftermath, data, shown, problems)) is not None:
                 problems.extend(Problem(shown, f"consequences.{i}.pattern", message)
                                 for i, rule in enumerate(aftermath.consequences)
                                 if (message := _pattern_problem(rule.pattern)) is not None)
             continue
         if path.name == SCOPE_FILE:
-            try:
-                scope = Scope.model_validate(data)
-            except ValidationError as exc:
-                problems.extend(_validation_problems(shown, exc))
-            else:
+            if (read_scope := _validated(Scope, data, shown, problems)) is not None:
+                scope = read_scope
                 problems.extend(_scope_problems(scope, shown))
             continue
-        try:
-            entry = Entry.model_validate(data)
-        except ValidationError as exc:
-            problems.extend(_validation_problems(shown, exc))
+        if (entry := _validated(Entry, data, shown, problems)) is None:
             continue
         if entry.id in files:
             problems.append(Problem(shown, "id", f"duplicate id '{entry.id}' (also in {files[entry.id]})"))
