@@ -59,7 +59,7 @@ def main() -> None:
         fused_all = []
         for q, prepared, sig, lex, cos, readable in cached:
             fused = fuse(sig, lexical_evidence(lex, params), dense_evidence(cos, params) * readable, params, readable=readable)
-            fused = engine._adjust(fused, prepared, sig, [])
+            fused = engine._adjust(fused, sig, engine.scope.foreign_label(prepared.text), [])
             fused_all.append((q, fused))
         for threshold in (0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
             on = top1 = off = off_ok = abst = 0

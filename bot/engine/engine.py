@@ -67,6 +67,7 @@ class Evidence:
     on_root: np.ndarray  # 1 where the entry recognises the root line itself
     consequence_only: np.ndarray  # 1 where the entry matches only aftermath or wrapper text
     family: Family | None
+    foreign: str | None  # the other stack this paste plainly belongs to, if any (corpus/scope.yaml)
 
 
 @dataclass
@@ -206,7 +207,8 @@ class Engine:
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
         family = self.families.detect(prepared.lines, prepared.error_lines, analysis, sightings)
-        return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family)
+        foreign = self.scope.foreign_label(prepared.text)  # read once: fusion and calibration both use it
+        return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family, foreign)
 
     def _weigh_by_root(self, matches: dict[str, EntryMatch], analysis: RootAnalysis) -> tuple[np.ndarray, np.ndarray]:
         """Which entries recognise the root line, and which only echoes of it; an entry that sees only echoes
@@ -237,7 +239,7 @@ class Engine:
 
     def fused(self, ev: Evidence, prepared: Prepared, notices: list[str]) -> np.ndarray:
         """The retrievers' evidence fused, adjusted for what they cannot know."""
-        return self._adjust(fuse(ev.signatures, ev.lexical, ev.dense, self.params, readable=ev.readable), prepared, ev.signatures, notices)
+        return self._adjust(fuse(ev.signatures, ev.lexical, ev.dense, self.params, readable=ev.readable), ev.signatures, ev.foreign, notices)
 
     def features(self, fused: np.ndarray, ev: Evidence, prepared: Prepared) -> Features:
         n = len(fused)
@@ -248,7 +250,7 @@ class Engine:
         known = self.entry_family != ""
         agrees = (self.entry_family == family_id) & known if family_id else np.zeros(n, dtype=bool)
         differs = (self.entry_family != family_id) & known if family_id else np.zeros(n, dtype=bool)
-        foreign = 1.0 if self.scope.foreign_label(prepared.text) else 0.0
+        foreign = 1.0 if ev.foreign else 0.0
         has_root = ev.analysis.root is not None
         length = min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))
         return Features.build(
@@ -265,13 +267,12 @@ class Engine:
             signature_x_log=ev.signatures * float(prepared.is_log),
         )
 
-    def _adjust(self, fused: np.ndarray, prepared: Prepared, sig: np.ndarray, notices: list[str]) -> np.ndarray:
+    def _adjust(self, fused: np.ndarray, sig: np.ndarray, foreign: str | None, notices: list[str]) -> np.ndarray:
         """What the retrievers cannot know: a recognised error explains away other candidates, and another
         stack's paste is not MindIE's problem."""
         recognised = float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
         if recognised:
             fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
-        foreign = self.scope.foreign_label(prepared.text)
         if foreign and not recognised:
             fused = fused * FOREIGN_PENALTY
             notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
