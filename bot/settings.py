@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     auto_reply_channels: CsvList = Field(default_factory=list)
     answer_bot_ids: CsvList = Field(default_factory=list)
     escalation_group: str | None = None
+    escalation_channel: str | None = Field(None, description="channel id where Ask-a-human requests are posted, with a link to the thread")
+    admin_ids: CsvList = Field(default_factory=list, description="Slack user ids allowed to run /mindie-help reload and channel")
     cooldown_seconds: float = Field(20.0, ge=0.0)
     max_file_bytes: int = Field(1_000_000, ge=1_000)
     feedback_db: Path = PROJECT_ROOT / "data" / "feedback.sqlite3"
@@ -68,7 +70,7 @@ class Settings(BaseSettings):
             raise ValueError("must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
         return value.upper()
 
-    @field_validator("auto_reply_channels", "answer_bot_ids", mode="before")
+    @field_validator("auto_reply_channels", "answer_bot_ids", "admin_ids", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):

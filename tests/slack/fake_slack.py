@@ -189,6 +189,15 @@ class FakeSlack:
         if method == "conversations.replies":
             messages = self.replies.get((params.get("channel", ""), params.get("ts", "")), [])
             return 200, {"ok": True, "messages": messages, "has_more": False}, {}
+        if method == "chat.getPermalink":
+            channel, ts = str(params.get("channel", "")), str(params.get("message_ts", ""))
+            if not channel or not ts:
+                return 200, {"ok": False, "error": "message_not_found"}, {}
+            return 200, {"ok": True, "channel": channel, "permalink": f"https://test.slack.com/archives/{channel}/p{ts.replace('.', '')}"}, {}
+        if method == "chat.update":
+            return 200, {"ok": True, "channel": params.get("channel"), "ts": params.get("ts"), "text": params.get("text")}, {}
+        if method == "views.publish":
+            return 200, {"ok": True, "view": {"id": "V" + self._next_ts().replace(".", ""), "type": "home"}}, {}
         if method == "apps.connections.open":
             return 200, ({"ok": True, "url": self.ws_url} if self.ws_url else {"ok": False, "error": "no_ws"}), {}
         return 200, {"ok": False, "error": "unknown_method"}, {}
