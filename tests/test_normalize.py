@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import pytest
 
 from bot.engine.normalize import clean, detect_lang, focus_line_indices, looks_like_log, mask, prepare
 
@@ -110,3 +111,21 @@ def test_looks_like_log():
     assert looks_like_log("[2025-01-01 10:00:00] INFO a\n[2025-01-01 10:00:01] INFO b\n[2025-01-01 10:00:02] ERROR c")
     assert not looks_like_log("thanks, that fixed it!")
     assert not looks_like_log("how do I set GLOO_SOCKET_IFNAME?")
+
+
+@pytest.mark.parametrize(
+    ("pasted", "line_no"),
+    [
+        ("```[ERROR] Socket bind failed, ip 127.0.0.1 port 1025\nnext```", 1),  # how Slack sends a code block
+        ("see this\n```[ERROR] Socket bind failed, ip 127.0.0.1 port 1025```", 2),
+        ("```\n[ERROR] Socket bind failed, ip 127.0.0.1 port 1025\n```", 2),  # the fence line is a line
+        ("```log\n[ERROR] Socket bind failed, ip 127.0.0.1 port 1025\n```", 2),
+    ],
+)
+def test_quoted_line_numbers_are_the_users_with_fences(pasted: str, line_no: int) -> None:
+    lines = prepare(pasted).lines  # what the engine's quoted line numbers count
+    assert lines[line_no - 1].startswith("[ERROR] Socket bind failed")
+
+
+def test_a_glued_fence_keeps_the_first_word() -> None:
+    assert prepare("```RuntimeError: NPU out of memory```").text.startswith("RuntimeError: NPU out of memory")

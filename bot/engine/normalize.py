@@ -370,15 +370,23 @@ def readable_runs(text: str) -> str:
 
 
 def _strip_fences(text: str) -> str:
-    """```lang\\n ... ``` -> the code, each fence (with its language tag and newline) one newline."""
+    """Remove ``` fences, keeping the user's line numbers: a fence on a line of its own (with or without a language
+    tag) leaves that line empty; a fence glued to code (how Slack sends a code block: ```[ERROR] ...) goes
+    without a trace, so the code keeps its line. A tag is only a tag when the line ends after it: the glued
+    "```RuntimeError: ..." keeps its first word."""
     if "```" not in text:
         return text
     parts = text.split("```")
     out = [parts[0]]
+    last = parts[0][-1:]
     for part in parts[1:]:
-        rest = part.lstrip(_FENCE_TAG)
-        out.append("\n")
-        out.append(rest[1:] if rest.startswith("\n") else rest)
+        tag = len(part) - len(part.lstrip(_FENCE_TAG))
+        if part[tag : tag + 1] == "\n":
+            sep, rest = "\n", part[tag + 1 :]
+        else:  # glued: nothing at a line's start; "text```code" puts the code on a line of its own
+            sep, rest = ("" if last in ("", "\n") else "\n"), part
+        out += [sep, rest]
+        last = (sep + rest)[-1:] or last
     return "".join(out)
 
 
