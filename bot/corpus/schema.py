@@ -13,7 +13,7 @@ EntryId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{2,63}$")
 ErrorCode = Annotated[str, StringConstraints(pattern=r"^MIE\d{2}[EWI][0-9A-F]{6,7}$")]
 
 # A placeholder is `{name}` with an identifier inside; JSON such as `{"type": ...}` is not one.
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")  # ${VAR} is shell, not a placeholder
 
 
 class Strict(BaseModel):
@@ -173,6 +173,17 @@ class Family(Strict):
 
 class FamilyTable(Strict):
     families: list[Family] = Field(min_length=1)
+
+
+class PlaceholderHint(Strict):
+    """What the user should put in place of a command's {placeholder} when their log did not say it."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    hint: Bilingual
+
+
+class PlaceholderTable(Strict):
+    placeholders: list[PlaceholderHint] = Field(min_length=1)
 
 
 CatalogueSystem = Literal["mindie", "cann", "acl"]

@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,7 +23,8 @@ from bot.engine.embedders import ONNX_DIR, Embedder, OnnxEmbedder, SentenceTrans
 from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse, lexical_evidence
 from bot.engine.lexical import LexicalIndex
 from bot.engine.families import FamilyDetector
-from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine
+from bot.engine.logfacts import captures_for, log_facts
+from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine, PlaceholderOut
 from bot.engine.normalize import Prepared, prepare, reduce_to_focus
 from bot.engine.placeholders import safe_value
 from bot.engine.root import RootAnalysis, RootFinder
@@ -37,6 +38,7 @@ from bot.settings import Settings
 log = logging.getLogger(__name__)
 
 Retriever = Literal["hybrid", "signatures", "lexical", "dense"]
+Lang = Literal["en", "zh"]
 RETRIEVERS: tuple[Retriever, ...] = ("hybrid", "signatures", "lexical", "dense")
 GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of their own
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
@@ -121,9 +123,10 @@ class Engine:
 
     # ---- answering ----------------------------------------------------------------------------
     def answer(self, text: str | bytes, top_k: int | None = None, retriever: Retriever = "hybrid", query_id: str | None = None,
-               deadline: float | None = None) -> Answer:
+               deadline: float | None = None, lang: Lang | None = None) -> Answer:
         """`deadline` (time.monotonic()) is a time budget: once it has passed when the text is prepared, the
-        retrievers read only the lines that matter most (first error, final exception) and the answer says so."""
+        retrievers read only the lines that matter most (first error, final exception) and the answer says so.
+        `lang` forces the reply language; by default it is the language of the user's own sentences."""
         top_k = top_k or self.settings.top_k
         prepared = prepare(text, self.settings.max_input_bytes)
         if deadline is not None and time.monotonic() > deadline:
@@ -131,8 +134,9 @@ class Engine:
         notices = list(prepared.notices)
         if self.dense.notice and retriever in ("hybrid", "dense"):
             notices.append(self.dense.notice)
+        reply_lang: Lang = lang or prepared.lang  # type: ignore[assignment]
         if not prepared.text.strip():
-            return Answer(id=query_id, answered=False, lang=prepared.lang, confidence=0.0, results=[],
+            return Answer(id=query_id, answered=False, lang=reply_lang, confidence=0.0, results=[],
                           notices=notices + ["empty input: paste an error, a log or a question"], retriever=retriever)
 
         use = {"signatures", "lexical", "dense"} if retriever == "hybrid" else {retriever}
@@ -140,17 +144,21 @@ class Engine:
         fused = self.fused(ev, prepared, notices)
         # The calibration was fitted on the hybrid; a retriever alone is reported on its own fused score.
         confidence_of = self.calibrator.confidence(self.features(fused, ev, prepared)) if retriever == "hybrid" else fused
-        order = self._order(confidence_of, ev.sig_matches)
+        order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [
             Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]), "dense": float(ev.dense[i])})
             for i in order[:top_k]
         ]
         confidence = max((s.confidence for s in scored), default=0.0)
         answered = bool(scored) and confidence >= self.settings.threshold
-        lang = prepared.lang
+        lang = reply_lang
+        facts = captures_for(log_facts(prepared.lines, prepared.error_lines))
+        if ev.sightings:
+            facts.setdefault("code", ev.sightings[0].code)
         # Runners-up are shown with their own confidence, but not when they are barely evidence at all.
         floor = SECONDARY_FLOOR * self.settings.threshold
-        hits = [self._hit(s, ev.sig_matches, prepared, lang) for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
+        hits = [self._hit(s, ev.sig_matches, prepared, lang, facts, s.position in distinct)
+                for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
         closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
         suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
         root = ev.analysis.root
@@ -166,7 +174,7 @@ class Engine:
             notices=notices,
             retriever=retriever,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
-            family=self._family_out(ev.family, lang, ev) if ev.family else None,
+            family=self._family_out(ev.family, lang, ev, facts) if ev.family else None,
             environment=self.environment(prepared.text, answered),
         )
 
@@ -292,9 +300,9 @@ class Engine:
             em.lines.append(LineMatch(sighting.line_no, CODE_WEIGHT, {"code": sighting.code}))
             em.score = max(em.score, CODE_WEIGHT)
 
-    def _order(self, confidence: np.ndarray, sig_matches: dict[str, EntryMatch]) -> list[int]:
+    def _order(self, confidence: np.ndarray, sig_matches: dict[str, EntryMatch]) -> tuple[list[int], set[int]]:
         """Distinct errors recognised by strong signatures come first, in the order they occur in the log;
-        everything else follows by confidence."""
+        everything else follows by confidence. Also returns those distinct errors' positions."""
         strong = [m for m in sig_matches.values() if m.score >= STRONG_SIGNATURE]
         strong.sort(key=lambda m: (-m.score, m.first_line))
         distinct: list[EntryMatch] = []
@@ -307,18 +315,16 @@ class Engine:
         distinct.sort(key=lambda m: m.first_line)
         first = [self.position[m.entry_id] for m in distinct] if len(distinct) > 1 else []
         rest = [int(i) for i in np.argsort(-confidence, kind="stable") if int(i) not in first]
-        return first + rest
+        return first + rest, set(first)
 
-    def _hit(self, scored: Scored, sig_matches: dict[str, EntryMatch], prepared: Prepared, lang: str) -> Hit:
+    def _hit(self, scored: Scored, sig_matches: dict[str, EntryMatch], prepared: Prepared, lang: str,
+             facts: dict[str, str], distinct: bool = False) -> Hit:
         entry = self.entries[scored.position]
         match = sig_matches.get(entry.id)
-        captures = match.captures() if match else {}
+        captures = {**facts, **(match.captures() if match else {})}  # what a signature captured wins
         lines = sorted({lm.line_no for lm in match.lines}) if match else []
         matched = [MatchedLine(line_no=i + 1, text=prepared.lines[i].strip()[:500]) for i in lines[:5]]
-        commands = [
-            CommandOut(run=fill(c.run, captures), template=c.run, kind=c.kind, explain=c.explain.get(lang))
-            for c in entry.commands
-        ]
+        commands = [self._command(c, captures, lang) for c in entry.commands]
         steps = entry.fix.get(lang)
         used = [name for name, value in scored.evidence.items() if value > 0.0]
         return Hit(
@@ -337,22 +343,50 @@ class Engine:
             matched_lines=matched,
             retrievers=used,
             why=explain_ranking(scored.evidence, matched),
+            source=entry.source,
+            source_url=source_url(entry.source),
+            distinct=distinct,
         )
+
+    def _command(self, command: Any, captures: dict[str, str], lang: str) -> CommandOut:
+        run = fill(command.run, captures)
+        hints = self.corpus.placeholder_hints
+        unfilled = [PlaceholderOut(name=name, hint=(hints.get(name) or {}).get(lang, ""))
+                    for name in dict.fromkeys(PLACEHOLDER.findall(run))]
+        return CommandOut(run=run, template=command.run, kind=command.kind, explain=command.explain.get(lang), unfilled=unfilled)
 
     def _code_out(self, sighting: CodeSighting, lang: str) -> CodeOut:
         meaning = sighting.meaning(lang) or describe_unlisted(sighting).get(lang)
         return CodeOut(code=sighting.code, name=sighting.name(), group=sighting.module(lang), meaning=meaning,
                        entry=sighting.entry, system=sighting.system, family=sighting.family, listed=sighting.listed)
 
-    def _family_out(self, family: Family, lang: str, ev: Evidence) -> FamilyOut:
-        captures: dict[str, str] = {}
+    def _family_out(self, family: Family, lang: str, ev: Evidence, facts: dict[str, str]) -> FamilyOut:
+        captures: dict[str, str] = dict(facts)
         for match in ev.sig_matches.values():
             for key, value in match.captures().items():
-                captures.setdefault(key, value)
-        commands = [CommandOut(run=fill(c.run, captures), template=c.run, kind=c.kind, explain=c.explain.get(lang))
-                    for c in family.commands]
+                captures[key] = value
+        commands = [self._command(c, captures, lang) for c in family.commands]
         return FamilyOut(id=family.id, title=family.title.get(lang), summary=family.summary.get(lang),
                          triage=list(family.triage.get(lang)), commands=commands)
+
+
+FAQ_URL = "https://github.com/Ascend/MindIE-LLM/blob/HEAD/docs/zh/faq/faq.md"
+INSTALL_FAQ_URL = "https://github.com/Ascend/MindIE-LLM/tree/HEAD/docs/zh/user_guide/install/faq_and_appendixes"
+
+
+def source_url(source: str) -> str | None:
+    """The document a reply links to: the first https URL the source names, else the MindIE LLM FAQ for `faq#N`
+    (questions 39-42 are the install FAQ)."""
+    urls = [w.rstrip(".") for w in source.replace(";", " ").replace("(", " ").replace(")", " ").replace(",", " ").split()
+            if w.startswith("https://")]
+    documents = [u for u in urls if "/issues/" not in u and "/pull/" not in u and "/discussions/" not in u]
+    if documents or urls:
+        return (documents or urls)[0]
+    for word in source.replace(";", " ").replace(",", " ").split():
+        if word.startswith("faq#"):
+            number = word[4:]
+            return INSTALL_FAQ_URL if number.isdigit() and int(number) >= 39 else FAQ_URL
+    return None
 
 
 def fill(template: str, captures: dict[str, str]) -> str:

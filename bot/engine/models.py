@@ -16,11 +16,17 @@ class Out(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class PlaceholderOut(Out):
+    name: str
+    hint: str = Field(description="what to put there, in the reply language")
+
+
 class CommandOut(Out):
     run: str = Field(description="the command with the user's own values filled in; unfilled {placeholders} stay visible")
     template: str = Field(description="the command exactly as the corpus has it")
     kind: str
     explain: str
+    unfilled: list[PlaceholderOut] = Field(default_factory=list, description="placeholders the log gave no value for")
 
 
 class MatchedLine(Out):
@@ -65,6 +71,9 @@ class Hit(Out):
     matched_lines: list[MatchedLine]
     retrievers: list[RetrieverName] = Field(description="which retrievers found this entry")
     why: str = Field(description="a one-line explanation of the ranking")
+    source: str = Field("", description="where the entry's facts come from (documents, FaultDiag entity codes)")
+    source_url: str | None = Field(None, description="the official document to read, when the source names one")
+    distinct: bool = Field(False, description="one of several different errors this log shows, each recognised on its own line")
 
 
 class Answer(Out):

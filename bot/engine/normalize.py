@@ -610,14 +610,28 @@ def _latin_words(sample: str) -> int:
     return sum(1 for word in raw.split() if len(word) >= 2)
 
 
+def _cjk(text: str) -> int:
+    return sum(1 for ch in text if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+
+
 def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
-    """'zh' when the user's own words are mostly Chinese; log lines count only when there is no prose."""
+    """'zh' when the person wrote Chinese, even around an English log: a Chinese user who pastes a long English
+    traceback under one Chinese sentence reads Chinese. Lines flagged as log lines do not count unless nothing
+    else is there. A prose line counts as Chinese when Chinese characters are at least a tenth of its letters,
+    so a Chinese folder name inside an English error line, or garbled output quoted in an English sentence
+    ('ĠĠ的的的'), does not turn an English question into a Chinese one."""
     flags = flags if flags is not None else log_line_flags(lines)
-    prose = [ln for ln, logged in zip(lines, flags) if not logged]
-    sample = "\n".join(prose or lines)[:20000]
-    cjk = sum(1 for ch in sample if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-    latin = _latin_words(sample)
-    return "zh" if cjk and cjk / 2 >= latin * 0.5 else "en"
+    prose = [ln for ln, logged in zip(lines, flags) if not logged] or lines
+    chinese = 0
+    for line in prose[:2_000]:
+        line = line[:2_000]
+        cjk = _cjk(line)
+        if cjk < 2:
+            continue
+        letters = cjk + sum(1 for ch in line if ch.isascii() and ch.isalpha())
+        if cjk * 10 >= letters and len(set(ch for ch in line if _cjk(ch))) >= 2:
+            chinese += cjk
+    return "zh" if chinese >= 2 else "en"
 
 
 def looks_like_log(text: str) -> bool:
