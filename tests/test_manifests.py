@@ -27,6 +27,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "chat_postEphemeral": {"chat:write"},
     "chat_update": {"chat:write"},
     "chat_delete": {"chat:write"},
+    "chat_getPermalink": set(),
     "conversations_replies": {"channels:history", "groups:history", "im:history", "mpim:history"},
     "conversations_history": {"channels:history", "groups:history", "im:history", "mpim:history"},
     "files_info": {"files:read"},
