@@ -14,7 +14,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TRANSFORMERS_OFFLINE=1 \
     MINDIE_HELP_CORPUS_DIR=/app/corpus \
     MINDIE_HELP_INDEX_DIR=/data/embeddings \
-    MINDIE_HELP_FEEDBACK_DB=/data/feedback.sqlite3
+    MINDIE_HELP_FEEDBACK_DB=/data/feedback.sqlite3 \
+    MINDIE_HELP_HEALTH_FILE=/tmp/mindie-help/health.json
 
 WORKDIR /app
 
@@ -38,5 +39,11 @@ USER mindie
 VOLUME ["/data"]
 # Only used in HTTP mode (mindie-help serve --http --port 3000): events, commands, interactivity, /healthz.
 EXPOSE 3000
+
+# Both modes: `serve` keeps a heartbeat file (in the container's own /tmp, so a restart never reads an old one) and
+# `mindie-help health` checks it: fresh, process alive, engine loaded, Socket Mode connected or HTTP /healthz
+# answering. Exit 1 with a one-line reason, shown by `docker inspect --format '{{json .State.Health}}'`.
+# The start period covers loading the model (and building the index if the volume has none yet).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 CMD ["mindie-help", "health"]
 
 CMD ["mindie-help", "serve"]

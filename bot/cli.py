@@ -265,13 +265,50 @@ def serve(
     if (problem := config_problem(settings, http)) is not None:
         err.print(problem, markup=False)
         raise typer.Exit(2)
+    from bot.health import Heartbeat
+
     store = _open_store(settings)  # before the engine loads: a database that is down fails in seconds
+    # From here on `mindie-help health` sees this process: "starting" while the model loads, then serving.
+    heartbeat = Heartbeat.from_settings(settings, "http" if http else "socket").start()
     try:
-        engine = _engine(settings)
-    except BaseException:
-        store.close()
-        raise
-    run_bot(settings, http=http, port=port, host=host, engine=engine, feedback=store)
+        try:
+            engine = _engine(settings)
+        except BaseException:
+            store.close()
+            raise
+        run_bot(settings, http=http, port=port, host=host, engine=engine, feedback=store, heartbeat=heartbeat)
+    finally:
+        heartbeat.stop()
+
+
+@app.command()
+def health(
+    fmt: str = typer.Option("text", "--format", help="text or json (the reason and the heartbeat)"),
+    max_age: Optional[float] = typer.Option(None, "--max-age", min=0.1, help="seconds (default: MINDIE_HELP_HEALTH_MAX_AGE_SECONDS)"),
+    file: Optional[Path] = typer.Option(None, "--file", help="heartbeat file (default: MINDIE_HELP_HEALTH_FILE)"),
+) -> None:
+    """Exit 0 when the running `mindie-help serve` is healthy, 1 with a one-line reason otherwise.
+
+    Works in Socket Mode too (no port open): it reads the heartbeat file serve keeps up to date. For Docker's
+    HEALTHCHECK and Kubernetes exec probes; exit status 2 is never used (Docker reserves it)."""
+    from bot.health import check
+
+    if fmt not in ("text", "json"):
+        err.print("--format must be text or json")
+        raise typer.Exit(1)
+    try:
+        settings = get_settings()
+    except ConfigError as exc:
+        err.print(f"unhealthy: the configuration is invalid ({exc.problems[0]})", markup=False)
+        raise typer.Exit(1) from None
+    result = check(file or settings.health_path(), max_age or settings.health_max_age_seconds)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result.as_dict(), sort_keys=True) + "\n")
+    elif result.ok:
+        out.print(result.reason, markup=False)
+    else:
+        err.print(f"unhealthy: {result.reason}", markup=False)
+    raise typer.Exit(0 if result.ok else 1)
 
 
 @corpus_app.command("check")

@@ -60,8 +60,18 @@ class Settings(BaseSettings):
     rate_channel_per_minute: float = Field(30.0, ge=0.0, description="explicit requests per channel (0: no limit)")
     escalation_cooldown_seconds: float = Field(300.0, ge=0.0, description="one Ask-a-human ping per user per period")
 
+    # Health check (Socket Mode opens no port): `serve` writes a heartbeat file, `mindie-help health` reads it.
+    health_file: Path | None = Field(None, description="the heartbeat file; unset or empty: health.json beside the feedback database")
+    health_interval_seconds: float = Field(5.0, ge=0.1, le=300.0, description="how often serve rewrites the heartbeat")
+    health_max_age_seconds: float = Field(30.0, ge=1.0, description="an older heartbeat means a hung or stopped bot")
+
     log_level: str = "INFO"
     log_json: bool = True
+
+    @field_validator("health_file", mode="before")
+    @classmethod
+    def _blank_is_default(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("log_level")
     @classmethod
@@ -82,6 +92,10 @@ class Settings(BaseSettings):
         if self.database_url is not None and self.database_url.get_secret_value().strip():
             return self.database_url.get_secret_value().strip()
         return str(self.feedback_db)
+
+    def health_path(self) -> Path:
+        """Where `serve` writes its heartbeat and `mindie-help health` reads it."""
+        return self.health_file if self.health_file is not None else self.feedback_db.parent / "health.json"
 
     def has_slack_tokens(self) -> bool:
         return self.slack_bot_token is not None and (self.slack_app_token is not None or self.slack_signing_secret is not None)

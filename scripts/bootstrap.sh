@@ -9,11 +9,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.mindie-help-installed
-want="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)"
+want="$(cat pyproject.toml scripts/bootstrap.sh scripts/torch_setup.py | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] installing dependencies (CPU torch first, so nothing pulls a CUDA build)" >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet "torch==2.13.0"
+  # The CPU build: from the PyTorch CPU index on Linux when it answers, else the configured index (a local mirror);
+  # MINDIE_HELP_TORCH_INDEX_URL overrides (empty = configured index). Skipped when it is installed already.
+  .venv/bin/python scripts/torch_setup.py
   .venv/bin/python -m pip install --quiet -e ".[test]"
   echo "$want" > "$stamp"
 fi

@@ -6,6 +6,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
+from bot.health import SERVING, Heartbeat
 from bot.settings import Settings
 from bot.logs import get_logger, kv, register_secret
 
@@ -70,11 +71,15 @@ def serve(
     host: str = "0.0.0.0",
     engine: "Engine | None" = None,
     feedback: "FeedbackStore | None" = None,
+    heartbeat: Heartbeat | None = None,
 ) -> None:
     """Serve Slack until interrupted (SIGINT/SIGTERM) with the given engine and store, or ones opened here.
 
     The database is opened (and migrated) before the engine loads, so a wrong URL or a server that is down
-    fails in seconds with one message (bot.storage.StoreError), not after the model has loaded."""
+    fails in seconds with one message (bot.storage.StoreError), not after the model has loaded.
+
+    The heartbeat that `mindie-help health` reads is the caller's when given, else one started here once the
+    database is open; it says "stopped" when this returns."""
     problem = config_problem(settings, http)
     if problem:
         raise SlackConfigError(problem)
@@ -85,21 +90,27 @@ def serve(
 
         feedback = FeedbackStore.from_settings(settings)
     log.info(kv("database_ready", database=feedback.db.dialect))
-    if engine is None:
-        from bot.engine.engine import Engine  # slow import (models); only when serving
-
-        log.info(kv("engine_loading"))
-        engine = Engine.from_settings(settings)
-    log.info(kv("engine_ready", **{k: v for k, v in _flat_status(engine).items()}))
+    if heartbeat is None:
+        heartbeat = Heartbeat.from_settings(settings, "http" if http else "socket").start()
     try:
-        bot = _make_bot(settings, engine, feedback)
-    except BaseException:
-        feedback.close()
-        raise
-    if http:
-        _serve_http(bot, host, port)
-    else:
-        _serve_socket_mode(bot, settings)
+        if engine is None:
+            from bot.engine.engine import Engine  # slow import (models); only when serving
+
+            log.info(kv("engine_loading"))
+            engine = Engine.from_settings(settings)
+        log.info(kv("engine_ready", **{k: v for k, v in _flat_status(engine).items()}))
+        heartbeat.set(engine_ready=True)
+        try:
+            bot = _make_bot(settings, engine, feedback)
+        except BaseException:
+            feedback.close()
+            raise
+        if http:
+            _serve_http(bot, host, port, heartbeat)
+        else:
+            _serve_socket_mode(bot, settings, heartbeat)
+    finally:
+        heartbeat.stop()
 
 
 def _flat_status(engine: object) -> dict:
@@ -147,13 +158,21 @@ def _install_sigterm(stop: threading.Event) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
+def _database_status(bot: "SlackBot") -> dict:
+    status = bot.feedback.db.status()
+    return {"database_ok": status.get("database_ok"), "pending_writes": status.get("pending_writes")}
+
+
+def _serve_http(bot: "SlackBot", host: str, port: int, heartbeat: Heartbeat) -> None:
     from bot.slack.server import EVENTS_PATH, HEALTH_PATH, make_server
 
     server = make_server(bot.app, bot.status, host, port, signing_secret=bot.signing_secret)
     stop = threading.Event()
     _install_sigterm(stop)
     log.info(kv("http_listening", host=host, port=server.port, events=EVENTS_PATH, health=HEALTH_PATH))
+    # `mindie-help health` asks GET /healthz on this port: "listening" alone would not catch a wedged server.
+    heartbeat.watch(lambda: {"connected": True, **_database_status(bot)})
+    heartbeat.set(state=SERVING, http_host=host, http_port=server.port)
     try:
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
@@ -166,7 +185,7 @@ def _serve_http(bot: "SlackBot", host: str, port: int) -> None:
         log.info(kv("stopped", mode="http"))
 
 
-def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
+def _serve_socket_mode(bot: "SlackBot", settings: Settings, heartbeat: Heartbeat) -> None:
     from bot.slack.app import SocketHandler
 
     assert settings.slack_app_token is not None
@@ -181,6 +200,9 @@ def _serve_socket_mode(bot: "SlackBot", settings: Settings) -> None:
             "and that Socket Mode is enabled for the app.\n\n" + TRY_WITHOUT_SLACK
         ) from None
     log.info(kv("socket_mode_connected"))
+    # slack_sdk's SocketModeClient.is_connected(): a live WebSocket session (False while it reconnects).
+    heartbeat.watch(lambda: {"connected": bool(handler.client.is_connected()), **_database_status(bot)})
+    heartbeat.set(state=SERVING)
     try:
         while not stop.wait(1.0):
             pass
