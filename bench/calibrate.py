@@ -28,7 +28,7 @@ from bot.engine.normalize import prepare  # noqa: E402
 from bot.evaluation import RealCase, entry_text, has_marker, load_set  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 
-DEVELOPMENT = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "realworld.jsonl")
+DEVELOPMENT = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "realworld.jsonl", "realworld-dev2.jsonl")
 CANDIDATES = 5  # per query: the answer and the runners-up the reply may show
 REAL_WEIGHT = float(os.environ.get("CALIBRATE_REAL_WEIGHT", "2"))
 L2 = 2.0
