@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bot.engine.models import Answer
 from bot.feedback import fingerprint
 from bot.logs import get_logger, kv
+from bot.slack import answer_view as views
 from bot.slack import blocks as bk
 from bot.slack.app_util import api_error, guess_lang, user_ref
 from bot.slack.dedupe import TTLCache
@@ -48,7 +49,8 @@ class Actions:
 
     def __init__(self, bot: "SlackBot") -> None:
         self.bot = bot
-        self._escalations: TTLCache[str] = TTLCache(ESCALATION_TTL, 10_000)  # stand-in while the database is down
+        self._escalations: TTLCache[str] = TTLCache(ESCALATION_TTL, 10_000)  # stand-ins while the database is down
+        self._resolved: TTLCache[str] = TTLCache(ESCALATION_TTL, 10_000)
 
     def register(self, app: "App") -> None:
         track = self.bot.tracked
@@ -56,6 +58,8 @@ class Actions:
         app.action(bk.ACTION_FEEDBACK_DOWN)(track(self.on_feedback))
         app.action(bk.ACTION_SHARE)(track(self.on_share))
         app.action(bk.ACTION_ESCALATE)(track(self.on_escalate))
+        app.action(bk.ACTION_DETAILS)(track(self.on_details))
+        app.action(bk.ACTION_RESOLVED)(track(self.on_resolved))
 
     def on_feedback(self, ack: Any, body: dict, action: dict) -> None:
         # The vote is stored (or queued, if the database is down) before the ack: an acknowledged click is never
@@ -109,7 +113,9 @@ class Actions:
                     raise RuntimeError("answer queue full")
                 return
             answer, fp = cached
-            rendered = bk.render_answer(answer, fp=fp, shared_by=user_ref(user))
+            question = value.get("q") or None
+            rendered = self.bot.render_reply(answer, question or "", fp, thread_ts=None, shared_by=user_ref(user) or bk.label(answer.lang, "someone"),
+                                             question=question)
             if not self.bot.send_response_url(response_url, response_type="in_channel", replace_original=False, **rendered.as_kwargs()):
                 raise RuntimeError("response_url post failed")
             self.bot.send_response_url(response_url, delete_original=True)
@@ -120,33 +126,42 @@ class Actions:
             self._reply_to_click(body, bk.render_error(ref, _lang_of(value, action)).text)
 
     def _share_again(self, body: dict, action: dict, received: float | None) -> None:
-        query = bk.parse_value(action.get("value")).get("q") or ""
-        self.share(body, action, received, (self.bot.ask(query, received), fingerprint(query)))
+        value = bk.parse_value(action.get("value"))
+        query = value.get("q") or ""
+        self.share(body, action, received, (self.bot.ask(query, received, value.get("l")), fingerprint(query)))
 
     def escalate(self, body: dict, action: dict) -> None:
-        """Tag the support group, once per thread (or private answer) on every replica, and once per user per cooldown.
-        An ephemeral answer's question was private: nothing of it is posted."""
+        """Ask the support team, once per thread (or private answer) on every replica, and once per user per cooldown.
+
+        With MINDIE_HELP_ESCALATION_CHANNEL set, the request goes to that channel with a link to the thread and the
+        start of the question, and the group is tagged there; the button is replaced by "asked by @x". Without it,
+        the group is tagged in the thread itself. The group is never tagged inside a direct message."""
         value = bk.parse_value(action.get("value"))
         lang = _lang_of(value, action)
         user = id_of(body, "user")
         container = body.get("container") or {}
         channel = id_of(body, "channel") or text_of(container, "channel_id")
         private = container.get("is_ephemeral") is True or value.get("p") == "1"
+        direct = bool(channel and channel.startswith("D"))
         thread_ts = value.get("t") or text_of(container, "thread_ts")
         if not thread_ts and not private:
             thread_ts = text_of(container, "message_ts")
+        support = self.bot.settings.escalation_channel
         group = f"<!subteam^{self.bot.escalation_group}> " if self.bot.escalation_group else ""
-        text = bk.label(lang, "escalated", group=group, user=user_ref(user) or bk.label(lang, "someone"))
+        who = user_ref(user) or bk.label(lang, "someone")
         thread_key = str(thread_ts or f"fp:{value.get('f') or '-'}")  # an ephemeral answer has no thread: its question
         claimed = False
         try:
             if not channel:
                 raise RuntimeError("no channel in the action payload")
+            if direct and not support:  # nobody to tell, and a ping in a DM reaches no one
+                log.info(kv("escalation_unroutable", reason="dm_without_support_channel"))
+                self._reply_to_click(body, bk.label(lang, "no_escalation_dm"))
+                return
             earlier = self._claim_escalation(channel, thread_key, user, value.get("f"))
             if earlier is not None:  # one escalation per thread, across replicas and repeated clicks
                 log.info(kv("escalation_duplicate", channel=channel, fp=value.get("f")))
-                who = user_ref(earlier) or bk.label(lang, "someone")
-                self._reply_to_click(body, bk.label(lang, "already_escalated", user=who))
+                self._reply_to_click(body, bk.label(lang, "already_escalated", user=user_ref(earlier) or bk.label(lang, "someone")))
                 return
             claimed = True
             if (user and self.bot.escalating_users.active(user)) or not self.bot.escalating_channels.allow(channel):
@@ -155,11 +170,18 @@ class Actions:
                 claimed = False
                 self._reply_to_click(body, bk.label(lang, "escalated_recently"))
                 return
-            self.bot.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
+            if support:
+                self.bot.client.chat_postMessage(channel=support, text=self._support_request(lang, group, who, channel, thread_ts, private, direct, value),
+                                                 unfurl_links=False)
+                ack_text = bk.label(lang, "escalated_channel", channel=f"<#{support}>")
+            else:
+                text = bk.label(lang, "escalated", group=group, user=who)
+                self.bot.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
+                ack_text = bk.label(lang, "escalated_ack") + (bk.label(lang, "escalated_private") if private else "")
             if user:
                 self.bot.escalating_users.allow(user)
-            log.info(kv("escalated", channel=channel, group=bool(group), fp=value.get("f"), private=private))
-            ack_text = bk.label(lang, "escalated_ack") + (bk.label(lang, "escalated_private") if private else "")
+            log.info(kv("escalated", channel=channel, support_channel=bool(support), group=bool(group), fp=value.get("f"), private=private))
+            self._replace_button(body, bk.ACTION_ESCALATE, bk.label(lang, "requested_by", user=who))
             self._reply_to_click(body, ack_text)
         except Exception as exc:
             if claimed:  # nobody was told: let the next click try again
@@ -171,6 +193,115 @@ class Actions:
                 self._reply_to_click(body, bk.label(lang, "not_in_channel"))
             else:
                 self._reply_to_click(body, bk.render_error(ref, lang).text)
+
+    def _support_request(self, lang: str, group: str, who: str, channel: str, thread_ts: str | None, private: bool, direct: bool,
+                         value: dict[str, str]) -> str:
+        """The message in the support channel: who, where (a permalink to the thread), and the question's start."""
+        if direct:
+            where = bk.label(lang, "escalation_where_dm")
+        elif private or not thread_ts:
+            where = bk.label(lang, "escalation_where_private", channel=f"<#{channel}>")
+        else:
+            link = self._permalink(channel, thread_ts)
+            where = bk.label(lang, "escalation_where_thread", link=f"<{link}|{bk.label(lang, 'open_thread')}>" if link else f"<#{channel}>")
+        text = bk.label(lang, "escalation_post", group=group, user=who, where=where)
+        question = value.get("q")
+        if question:
+            text += f"\n{bk.label(lang, 'escalation_question')}\n> {bk.esc(question)}"
+        return text
+
+    def _permalink(self, channel: str, ts: str) -> str | None:
+        try:
+            link = self.bot.client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+        except Exception as exc:
+            log.warning(kv("permalink_failed", channel=channel, error=api_error(exc)))
+            return None
+        return link if isinstance(link, str) and link.startswith("https://") else None
+
+    def _replace_button(self, body: dict, action_id: str, note: str) -> None:
+        """Swap the clicked button for a note ("asked by @x", "resolved by @x") in the message that holds it.
+        Slack sends the message's blocks with the click (not for ephemeral messages: those keep their buttons)."""
+        message = body.get("message") if isinstance(body.get("message"), dict) else None
+        blocks = message.get("blocks") if message else None
+        if not isinstance(blocks, list) or not blocks:
+            return
+        updated: list[Any] = []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "actions":
+                elements = [e for e in block.get("elements") or [] if not (isinstance(e, dict) and e.get("action_id") == action_id)]
+                if elements:
+                    updated.append({**block, "elements": elements})
+                updated.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+            else:
+                updated.append(block)
+        text = message.get("text") if isinstance(message.get("text"), str) else note
+        if not self.bot.send_response_url(text_of(body, "response_url"), replace_original=True, text=text, blocks=updated):
+            log.warning(kv("button_replace_failed", action=action_id))
+
+    # --- Show details and Resolved ------------------------------------------------------------------
+
+    def on_details(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        self.bot.defer(self.bot.clicks, self.details, body, action, time.monotonic())
+
+    def details(self, body: dict, action: dict, received: float | None = None, cached: tuple[Answer, str] | None = None) -> None:
+        """Everything behind the first message, to whoever clicked (ephemeral). On a replica that never saw the
+        question (or after a restart), the button's digest of the question is answered again."""
+        value = bk.parse_value(action.get("value"))
+        lang = _lang_of(value, action)
+        try:
+            cached = cached or (self.bot.details.get(value["k"]) if value.get("k") else None)
+            if cached is None:
+                if not value.get("q"):
+                    self._reply_to_click(body, bk.label(lang, "details_expired"))
+                    return
+                if not self.bot.defer(self.bot.answers, self._details_again, body, action, received):
+                    raise RuntimeError("answer queue full")
+                return
+            answer, _fp = cached
+            rendered = views.render_details(answer)
+            if not self.bot.send_response_url(text_of(body, "response_url"), response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
+                container = body.get("container") or {}
+                self.bot.ephemeral(id_of(body, "channel") or text_of(container, "channel_id"), id_of(body, "user"), rendered.text,
+                                   text_of(container, "thread_ts"))
+            log.info(kv("details", entry=answer.results[0].id if answer.results else None))
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("details_failed", ref=ref, error=api_error(exc)))
+            self._reply_to_click(body, bk.render_error(ref, lang).text)
+
+    def _details_again(self, body: dict, action: dict, received: float | None) -> None:
+        value = bk.parse_value(action.get("value"))
+        query = value.get("q") or ""
+        self.details(body, action, received, (self.bot.ask(query, received, value.get("l")), fingerprint(query)))
+
+    def on_resolved(self, ack: Any, body: dict, action: dict) -> None:
+        ack()
+        self.bot.defer(self.bot.clicks, self.resolve, body, action)
+
+    def resolve(self, body: dict, action: dict) -> None:
+        """Mark the thread solved (stored with the feedback, on every replica), and say who did it in the message."""
+        value = bk.parse_value(action.get("value"))
+        lang = _lang_of(value, action)
+        user = id_of(body, "user")
+        container = body.get("container") or {}
+        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        thread_ts = value.get("t") or text_of(container, "thread_ts") or text_of(container, "message_ts")
+        if not channel or not thread_ts:
+            log.warning(kv("resolve_invalid", has_channel=bool(channel), has_thread=bool(thread_ts)))
+            return
+        try:
+            first = self.bot.state.mark_resolved(channel, thread_ts, user)
+        except DatabaseUnavailable:
+            first = self._resolved.add_if_absent(f"{channel}:{thread_ts}", user or "")
+        except Exception as exc:
+            ref = uuid.uuid4().hex[:8]
+            log.error(kv("resolve_failed", ref=ref, error=api_error(exc)))
+            self._reply_to_click(body, bk.render_error(ref, lang).text)
+            return
+        log.info(kv("resolved", channel=channel, entry=value.get("e"), fp=value.get("f"), first=first))
+        self._replace_button(body, bk.ACTION_RESOLVED, bk.label(lang, "resolved_by", user=user_ref(user) or bk.label(lang, "someone")))
+        self._reply_to_click(body, bk.label(lang, "resolved_ack"))
 
     def _claim_escalation(self, channel: str, thread_key: str, user: str | None, fp: Any) -> str | None:
         """None when this click may escalate; else who asked first."""

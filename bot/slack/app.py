@@ -41,6 +41,7 @@ from bot.engine.models import Answer
 from bot.engine.normalize import looks_like_log
 from bot.feedback import FeedbackStore, fingerprint
 from bot.settings import Settings
+from bot.slack import answer_view as views
 from bot.slack import blocks as bk
 from bot.slack.dedupe import Cooldown, Deduper, SharedMarks, TTLCache
 from bot.storage import DatabaseUnavailable, SharedState
@@ -49,7 +50,8 @@ from bot.slack.limits import RateLimiter
 from bot.slack.payloads import sanitize, sanitize_file, text_of
 from bot.slack.work import EXPLICIT, WorkQueue
 from bot.slack.app_util import (  # noqa: F401 (re-exported for callers of bot.slack.app)
-    HELP_WORDS, api_base_url, api_error, guess_lang, make_web_client, normalise_group, retry_handlers, strip_mentions, user_ref,
+    HELP_WORDS, api_base_url, api_error, guess_lang, is_chitchat, make_web_client, normalise_group, retry_handlers, split_lang_flag,
+    strip_mentions, user_ref,
 )
 from bot.slack.actions import Actions
 from bot.slack.commands import Commands
@@ -133,6 +135,7 @@ class SlackBot:
         self.answered_threads = SharedMarks("thread", ANSWERED_THREAD_TTL, state=self.state)
         self._channels: TTLCache[tuple[str | None, float | None]] = TTLCache(10.0, 5_000)  # per-channel settings, briefly
         self.shares: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)
+        self.details: TTLCache[tuple[Answer, str]] = TTLCache(SHARE_TTL, 2_000)  # Show details, on this replica
         self.escalation_group = normalise_group(settings.escalation_group)
         self.bot_token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
         base = api_base_url(settings)
@@ -308,12 +311,36 @@ class SlackBot:
     def on_error(self, error: Exception, body: dict) -> None:
         log.error(kv("listener_error", error=type(error).__name__, body_type=text_of(body or {}, "type")), exc_info=error)
 
-    def ask(self, text: str, received: float | None = None) -> Answer:
+    def ask(self, text: str, received: float | None = None, lang: str | None = None) -> Answer:
         """Call the engine (serialised: one diagnosis at a time); it caps the input itself and says so. The time
-        budget runs from when the request arrived: a reply that waited in the queue reads only the error lines."""
+        budget runs from when the request arrived: a reply that waited in the queue reads only the error lines.
+        `lang` forces the reply language (`--en` / `--zh`)."""
         started = received if received is not None else time.monotonic()
         with self._engine_lock:
-            return self.engine.answer(text, deadline=started + self.settings.answer_budget_seconds)
+            return self.engine.answer(text, deadline=started + self.settings.answer_budget_seconds,
+                                      lang=lang if lang in ("en", "zh") else None)
+
+    # --- the reply path every surface shares ------------------------------------------------------------
+
+    def render_reply(self, answer: Answer, query: str, fp: str, *, thread_ts: str | None, private: bool = False,
+                     share_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None,
+                     shared_by: str | None = None, question: str | None = None) -> bk.Rendered:
+        """The first message for an answer, with its buttons: Show details, votes, Resolved, Ask a human (every
+        answer), Share (private answers). The details are kept for the click, and can be rebuilt from the
+        button's own digest of the question on a replica that never saw it."""
+        lang = answer.lang
+        details = None
+        if answer.answered and answer.results:
+            key = uuid.uuid4().hex[:16]
+            self.details.set(key, (answer, fp))
+            details = {"k": key, "q": question_digest(query, answer), "l": lang}
+        escalate = {"t": thread_ts, "l": lang, "f": fp[:16], "q": excerpt_for_humans(query)}
+        if private:
+            escalate["p"] = "1"
+        resolve = {"t": thread_ts, "l": lang, "f": fp[:16], "e": answer.results[0].id} if answer.answered and answer.results and not private else None
+        return views.render_answer(answer, fp=fp, threshold=self.settings.threshold, details_value=details, share_value=share_value,
+                                   escalate_value=escalate, resolve_value=resolve, extra_notes=extra_notes, shared_by=shared_by,
+                                   question=question)
 
     def close(self) -> None:
         """Stop the worker threads once they are idle (shutdown)."""
@@ -452,25 +479,28 @@ class SlackBot:
         """Someone asked the bot: it always replies (answer, honest no-match, usage, or a short error)."""
         started = time.monotonic()
         ref = uuid.uuid4().hex[:8]
-        own = strip_mentions(text)
-        lang = guess_lang(own)
+        own, forced = split_lang_flag(strip_mentions(text))
+        lang = forced or guess_lang(own)
         try:
+            if not files and is_chitchat(own):  # "thanks!": a friendly line, not a knowledge gap
+                self.post(channel, thread_ts, bk.render_text(bk.label(lang, "chitchat"), lang))
+                log.info(kv("chitchat", surface=surface, channel=channel))
+                return
             fetched = self.fetch_files(files)
             query = self.compose(own, fetched)
             if root_ts and root_ts != ts and not fetched and len(own) < THREAD_CONTEXT_CHARS and not looks_like_log(own):
                 root = self.thread_root_text(channel, root_ts)
                 query = "\n".join(p for p in (root, own) if p.strip())
-            lang = guess_lang(query) if query else lang
+            lang = forced or (guess_lang(query) if query else lang)
             notes = self.file_notes(fetched, lang)
             if not query.strip() or (own.lower() in HELP_WORDS and not fetched):
                 usage = bk.label(lang, "usage")
                 self.post(channel, thread_ts, bk.render_text("\n".join(notes + [usage]), lang))
                 log.info(kv("usage", surface=surface, channel=channel, skipped_files=len(notes)))
                 return
-            answer = self.ask(query, received)
+            answer = self.ask(query, received, forced)
             fp = fingerprint(query)
-            escalate = {"t": thread_ts, "l": answer.lang, "f": fp[:16]}
-            rendered = bk.render_answer(answer, fp=fp, escalate_value=escalate, extra_notes=notes)
+            rendered = self.render_reply(answer, query, fp, thread_ts=thread_ts, extra_notes=notes)
             self.post(channel, thread_ts, rendered)
             if thread_ts:
                 self.answered_threads.set((channel, thread_ts), time.time())
@@ -557,6 +587,27 @@ class SlackBot:
                 ms=int((time.monotonic() - started) * 1000),
             )
         )
+
+
+DIGEST_CHARS = 1_500
+
+
+def question_digest(query: str, answer: Answer) -> str:
+    """What to answer again when a click lands on a replica that never saw the question: the question itself
+    when short, else the lines that decided the answer (the root error and the matched lines)."""
+    if len(query) <= DIGEST_CHARS:
+        return query
+    lines = [answer.root.text] if answer.root else []
+    for hit in answer.results[:3]:
+        lines += [m.text for m in hit.matched_lines[:3]]
+    digest = "\n".join(dict.fromkeys(line for line in lines if line.strip()))
+    return digest[:DIGEST_CHARS] or query[:DIGEST_CHARS]
+
+
+def excerpt_for_humans(query: str, limit: int = 300) -> str:
+    """The start of the question for the support channel: enough to triage, not the whole log."""
+    flat = " ".join(query.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def build_app(settings: Settings, engine: "Engine", **kwargs: Any) -> App:

@@ -67,3 +67,57 @@ def api_error(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+
+
+# Short messages that are only thanks or acknowledgement: a one-line reply, never a knowledge gap.
+_CHITCHAT_WORDS = {
+    "thanks", "thank", "you", "thx", "ty", "tks", "cheers", "great", "awesome", "nice", "cool", "perfect", "ok", "okay",
+    "got", "it", "works", "worked", "now", "so", "much", "a", "lot", "very", "you're", "youre", "the", "best", "bot",
+    "mindie-help", "that", "helped", "helps", "solved", "fixed", "amazing", "super", "many", "appreciated", "👍", "🙏",
+    "谢谢", "多谢", "感谢", "谢了", "好的", "收到", "明白了", "明白", "解决了", "可以了", "厉害", "太棒了", "好", "了", "啦", "你",
+    "非常", "哈",
+}
+_CHITCHAT_MARKS = "!！.。,，~～?？:)(）😀😄🙂😊❤️🎉"
+
+
+def is_chitchat(text: str) -> bool:
+    """True for "thanks, you're awesome!", "谢谢！", "ok got it 👍": no error, no question to diagnose."""
+    text = (text or "").strip().lower()
+    if not text or len(text) > 80:
+        return False
+    for mark in _CHITCHAT_MARKS:
+        text = text.replace(mark, " ")
+    words = text.split()
+    if not words:
+        return False
+    for word in words:
+        rest = word
+        # Chinese has no spaces: peel known words off the front ("谢谢你" -> "谢谢", "你").
+        while rest:
+            for known in sorted(_CHITCHAT_WORDS, key=len, reverse=True):
+                if rest.startswith(known):
+                    rest = rest[len(known):]
+                    break
+            else:
+                return False
+    return True
+
+
+LANG_FLAGS = {"--en": "en", "--zh": "zh", "--english": "en", "--chinese": "zh", "--中文": "zh"}
+
+
+def split_lang_flag(text: str) -> tuple[str, str | None]:
+    """`--en` / `--zh` anywhere as a word of its own forces the reply language; the flag is taken out of the text."""
+    forced: str | None = None
+    kept: list[str] = []
+    for line in (text or "").split("\n"):
+        words = line.split(" ")
+        remaining = []
+        for word in words:
+            flag = LANG_FLAGS.get(word.strip().lower())
+            if flag:
+                forced = flag
+            else:
+                remaining.append(word)
+        kept.append(" ".join(remaining))
+    return ("\n".join(kept).strip() if forced else text), forced

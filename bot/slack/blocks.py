@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.engine.models import Answer, Hit
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -29,6 +28,8 @@ ACTION_FEEDBACK_UP = "mindie_help_feedback_up"
 ACTION_FEEDBACK_DOWN = "mindie_help_feedback_down"
 ACTION_SHARE = "mindie_help_share"
 ACTION_ESCALATE = "mindie_help_escalate"
+ACTION_DETAILS = "mindie_help_details"
+ACTION_RESOLVED = "mindie_help_resolved"
 BLOCK_ACTIONS_ID = "mindie_help_actions"
 
 LABELS: dict[str, dict[str, str]] = {
@@ -66,6 +67,34 @@ LABELS: dict[str, dict[str, str]] = {
             "• `/mindie-help env <npu-smi info, pip list or version files>`: check the versions against the compatibility table.\n"
             "Example: `/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
         ),
+        "matched_line": "matched your log line {n}",
+        "likely": "likely",
+        "possible": "possible",
+        "problems_found": "{n} problems found",
+        "also_possible": "Also possible",
+        "replace": "Replace {name} with {hint}.",
+        "your_value": "your own value",
+        "source": "Source: {link}",
+        "source_text": "From: {text}",
+        "faq_name": "MindIE LLM FAQ",
+        "details": "Show details",
+        "details_title": "Details: {title}",
+        "recognised": "Recognised in your message",
+        "resolved": "✅ Resolved",
+        "resolved_by": "✅ Marked resolved by {user}.",
+        "resolved_ack": "Marked as resolved. Thanks for telling us!",
+        "requested_by": "🙋 A human was asked by {user}.",
+        "question_from": "{user} asked:",
+        "chitchat": "You're welcome! Paste an error or a log any time and I'll take a look.",
+        "details_expired": "Those details are no longer available; ask me again with the log.",
+        "escalation_post": "{group}{user} asked for a human about {where}.",
+        "escalation_where_thread": "this thread: {link}",
+        "escalation_where_dm": "a direct message with the bot",
+        "escalation_where_private": "a private answer in {channel}",
+        "escalation_question": "Their question:",
+        "open_thread": "open the thread",
+        "escalated_channel": "I've asked the support team in {channel}; someone will follow up here.",
+        "no_escalation_dm": "I can't call the support team from a direct message because no support channel is configured. Please ask in your support channel.",
         "thanks_up": "Thanks for the feedback 👍",
         "thanks_down": "Thanks, noted 👎. You can also ask a human in the channel.",
         "thanks_changed": " (your earlier vote was changed)",
@@ -117,6 +146,34 @@ LABELS: dict[str, dict[str, str]] = {
             "• `/mindie-help env <npu-smi info、pip list 或版本文件内容>`：按配套表检查版本。\n"
             "示例：`/mindie-help Socket bind failed, ip 127.0.0.1 port 1025`"
         ),
+        "matched_line": "匹配到你日志的第 {n} 行",
+        "likely": "很可能",
+        "possible": "可能",
+        "problems_found": "发现 {n} 个问题",
+        "also_possible": "也可能是",
+        "replace": "把 {name} 换成{hint}。",
+        "your_value": "你自己的值",
+        "source": "来源：{link}",
+        "source_text": "依据：{text}",
+        "faq_name": "MindIE LLM FAQ",
+        "details": "查看详情",
+        "details_title": "详情：{title}",
+        "recognised": "在你的消息中识别到",
+        "resolved": "✅ 已解决",
+        "resolved_by": "✅ {user} 已标记为解决。",
+        "resolved_ack": "已标记为解决，感谢反馈！",
+        "requested_by": "🙋 {user} 已请求人工支持。",
+        "question_from": "{user} 的问题：",
+        "chitchat": "不客气！随时贴报错或日志给我，我来看看。",
+        "details_expired": "这些详情已过期，请带上日志重新问我。",
+        "escalation_post": "{group}{user} 请求人工支持：{where}。",
+        "escalation_where_thread": "该话题 {link}",
+        "escalation_where_dm": "与机器人的私信",
+        "escalation_where_private": "{channel} 中的一条仅本人可见的回答",
+        "escalation_question": "问题：",
+        "open_thread": "打开话题",
+        "escalated_channel": "已在 {channel} 通知支持团队，会有人在这里跟进。",
+        "no_escalation_dm": "私信中无法呼叫支持团队：没有配置支持频道。请到支持频道提问。",
         "thanks_up": "感谢反馈 👍",
         "thanks_down": "已记录 👎。也可以在频道里找人工支持。",
         "thanks_changed": "（已修改你之前的投票）",
@@ -138,8 +195,10 @@ LABELS: dict[str, dict[str, str]] = {
 
 
 def label(lang: str, key: str, **fmt: Any) -> str:
+    """A string of the bot's own in the reply language. Its `<` and `>` (as in `<question>`) are escaped, since
+    Slack reads `<...>` as a control sequence; values passed in are already mrkdwn (mentions, links, escaped text)."""
     table = LABELS.get(lang, LABELS["en"])
-    text = table.get(key, LABELS["en"][key])
+    text = table.get(key, LABELS["en"][key]).replace("<", "&lt;").replace(">", "&gt;")
     return text.format(**fmt) if fmt else text
 
 
@@ -178,6 +237,16 @@ def clip_mrkdwn(text: str, limit: int = MAX_SECTION) -> str:
     if cut.count("```") % 2 == 1:
         return cut[: max(0, limit - 6)].rstrip() + "…\n```"
     return cut.rstrip() + " …"
+
+
+def clip_escaped(text: str, limit: int) -> str:
+    """clip() that never cuts an entity such as &lt; in two (a lone "&l" would show as text, harmlessly, but
+    an "&" left bare is what esc() exists to prevent)."""
+    clipped = clip(text, limit)
+    amp = clipped.rfind("&", max(0, len(clipped) - 6))
+    if amp != -1 and ";" not in clipped[amp:]:
+        clipped = clipped[:amp] + "…"
+    return clipped
 
 
 def pct(confidence: float) -> str:
@@ -260,189 +329,6 @@ def _sections_for(title: str, items: list[str], limit: int = MAX_SECTION) -> lis
     if current:
         blocks.append(section(current))
     return blocks
-
-
-# --- answer rendering -----------------------------------------------------------------------------
-
-
-def _hit_blocks(hit: Hit, rank: int, lang: str) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    conf = label(lang, "confidence", pct=pct(hit.confidence))
-    if rank == 0:
-        blocks.append(header(hit.title))
-        blocks.append(context(f"*{label(lang, 'top')}* · {conf} · {esc(hit.component)} · `{esc(hit.id)}`"))
-    else:
-        blocks.append({"type": "divider"})
-        blocks.append(section(f"*{label(lang, 'cause_n', n=rank + 1)}: {esc(hit.title)}*\n{conf} · {esc(hit.component)} · `{esc(hit.id)}`"))
-
-    quoted: list[str] = []
-    for ml in hit.matched_lines[:MAX_QUOTED_LINES]:
-        quoted.append(f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_")
-    if not quoted:
-        quoted = [f"> {inline_code(clip(line.strip(), MAX_QUOTED_LINE))}" for line in hit.matched[:MAX_QUOTED_LINES] if line.strip()]
-    if quoted:
-        blocks.append(section(f"*{label(lang, 'your_log')}*\n" + "\n".join(quoted)))
-
-    blocks.append(section(f"*{label(lang, 'cause')}*\n{esc(hit.cause)}"))
-    if hit.fix_steps:
-        steps = [f"{i}. {esc(step)}" for i, step in enumerate(hit.fix_steps, 1)]
-    else:  # `fix` is already numbered text
-        steps = [esc(line) for line in hit.fix.splitlines() if line.strip()]
-    if steps:
-        blocks.extend(_sections_for(label(lang, "fix"), steps))
-
-    commands: list[str] = []
-    if hit.command_details:
-        for cmd in hit.command_details:
-            explain = f"_{esc(cmd.explain)}_\n" if cmd.explain else ""
-            commands.append(f"{explain}{code_block(cmd.run)}")
-    else:
-        commands = [code_block(run) for run in hit.commands]
-    if commands:
-        blocks.extend(_sections_for(label(lang, "commands"), commands))
-    return blocks
-
-
-def feedback_buttons(lang: str, entry_id: str, fp: str) -> list[dict[str, Any]]:
-    value = {"e": entry_id, "f": fp, "l": lang}
-    return [
-        button(label(lang, "helpful"), ACTION_FEEDBACK_UP, value),
-        button(label(lang, "unhelpful"), ACTION_FEEDBACK_DOWN, value),
-    ]
-
-
-def _code_lines(answer: Answer) -> list[str]:
-    out = []
-    for c in answer.error_codes[:5]:
-        module = c.group or c.system.upper()
-        name = f" {esc(c.name)}" if c.name else ""
-        out.append(label(answer.lang, "code_line", code=f"{inline_code(c.code)}{name}", module=esc(module), meaning=esc(c.meaning)))
-    return out
-
-
-def fallback_text(answer: Answer) -> str:
-    """The top-level `text` (notifications, clients without blocks): Slack parses it as mrkdwn too, so every
-    value in it is escaped like the blocks are (a command filled from a log once pinged a whole channel here)."""
-    lang = answer.lang
-    if not answer.answered or not answer.results:
-        lines = [label(lang, "not_recognised" if answer.root or answer.family else "no_match")]
-        if answer.root:
-            lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {esc(clip(answer.root.text, MAX_QUOTED_LINE))}")
-        if answer.family:
-            lines.append(esc(label(lang, "family", title=answer.family.title)))
-            lines.append(f"{label(lang, 'triage')}: " + " ".join(f"{i}. {esc(s)}" for i, s in enumerate(answer.family.triage[:3], 1)))
-        if answer.suggestions:
-            lines.append(f"{label(lang, 'closest')}: " + "; ".join(esc(s) for s in answer.suggestions[:3]))
-        return clip_escaped("\n".join(lines), MAX_FALLBACK)
-    top = answer.results[0]
-    lines = [f"{label(lang, 'top')} ({pct(top.confidence)}): {esc(top.title)}", f"{label(lang, 'cause')}: {esc(top.cause)}"]
-    steps = top.fix_steps or [top.fix]
-    lines.append(f"{label(lang, 'fix')}: " + " ".join(f"{i}. {esc(s)}" for i, s in enumerate(steps, 1)))
-    if top.commands:
-        lines.append(f"{label(lang, 'commands')}: " + " | ".join(esc(c) for c in top.commands[:3]))
-    return clip_escaped("\n".join(lines), MAX_FALLBACK)
-
-
-def clip_escaped(text: str, limit: int) -> str:
-    """clip() that never cuts an entity such as &lt; in two (a lone "&l" would show as text, harmlessly, but
-    an "&" left bare is what esc() exists to prevent)."""
-    clipped = clip(text, limit)
-    amp = clipped.rfind("&", max(0, len(clipped) - 6))
-    if amp != -1 and ";" not in clipped[amp:]:
-        clipped = clipped[:amp] + "…"
-    return clipped
-
-
-def render_answer(
-    answer: Answer,
-    *,
-    fp: str,
-    share_value: dict[str, Any] | None = None,
-    escalate_value: dict[str, Any] | None = None,
-    extra_notes: list[str] | None = None,
-    shared_by: str | None = None,
-) -> Rendered:
-    """The whole reply for an Answer: causes when answered, an honest no-match with a human button otherwise."""
-    if not answer.answered or not answer.results:
-        return render_abstain(answer, escalate_value=escalate_value, extra_notes=extra_notes)
-    lang = answer.lang
-    blocks: list[dict[str, Any]] = []
-    for rank, hit in enumerate(answer.results[:MAX_CAUSES]):
-        blocks.extend(_hit_blocks(hit, rank, lang))
-    if answer.error_codes:
-        blocks.append(context(f"*{label(lang, 'codes')}*\n" + "\n".join(_code_lines(answer))))
-    blocks.extend(_environment(answer))
-    notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
-    if shared_by:
-        notes.append(label(lang, "shared_by", user=shared_by))
-    if notes:
-        blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
-    elements = feedback_buttons(lang, answer.results[0].id, fp)
-    if share_value is not None:
-        elements.append(button(label(lang, "share"), ACTION_SHARE, share_value, style="primary"))
-    actions = {"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": elements}
-    return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=[actions]))
-
-
-def render_abstain(
-    answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
-) -> Rendered:
-    """The honest "not recognised" reply: the line taken for the root error, its family's first triage steps and
-    commands, what any error code means, then the closest topics and a human. An environment dump gets the
-    Environment section instead."""
-    lang = answer.lang
-    if answer.environment is not None and answer.environment.only:
-        return render_environment(answer, escalate_value=escalate_value, extra_notes=extra_notes)
-    blocks: list[dict[str, Any]] = [section(f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*")]
-    if answer.root:
-        quoted = f"> {inline_code(clip(answer.root.text, MAX_QUOTED_LINE))}"
-        blocks.append(section(f"*{label(lang, 'root', n=answer.root.line_no)}*\n{quoted}"))
-    if answer.error_codes:
-        blocks.append(section(f"*{label(lang, 'codes')}*\n" + "\n".join(_code_lines(answer))))
-    family = answer.family
-    if family:
-        blocks.append(section(f"*{esc(label(lang, 'family', title=family.title))}*\n{esc(family.summary)}"))
-        blocks.extend(_sections_for(label(lang, "triage"), [f"{i}. {esc(step)}" for i, step in enumerate(family.triage, 1)]))
-        commands = [f"_{esc(c.explain)}_\n{code_block(c.run)}" if c.explain else code_block(c.run) for c in family.commands]
-        if commands:
-            blocks.extend(_sections_for(label(lang, "commands"), commands))
-    if answer.suggestions:
-        items = [f"• {esc(s)}" for s in answer.suggestions[:5]]
-        blocks.append(section(f"*{label(lang, 'closest')}*\n" + "\n".join(items)))
-    blocks.extend(_environment(answer))
-    notes = [label(lang, "tip")] + [esc(n) for n in answer.notices] + list(extra_notes or [])
-    blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
-    tail: list[dict[str, Any]] = []
-    if escalate_value is not None:
-        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
-    return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
-
-
-def _environment(answer: Answer) -> list[dict[str, Any]]:
-    if answer.environment is None:
-        return []
-    from bot.slack.env_blocks import environment_blocks  # imported here: env_blocks builds on this module
-
-    return environment_blocks(answer.environment, answer.lang)
-
-
-def render_environment(
-    answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None
-) -> Rendered:
-    """A paste that is only an environment dump (npu-smi, pip list, version files): the check is the whole reply."""
-    from bot.environment.present import section as environment_section
-    from bot.slack.env_blocks import fallback, section_blocks
-
-    lang = answer.lang
-    sec = environment_section(answer.environment, lang)
-    blocks = section_blocks(sec)[1:]  # no divider on top of a reply of its own
-    notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
-    if notes:
-        blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:MAX_CONTEXT_ELEMENTS]]))
-    tail: list[dict[str, Any]] = []
-    if escalate_value is not None:
-        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
-    return Rendered(text=fallback(sec), blocks=enforce_limits(blocks, lang, tail=tail))
 
 
 def render_environment_report(report: Any, lang: str = "en") -> Rendered:

@@ -12,7 +12,7 @@ from bot.engine.normalize import prepare
 from bot.feedback import fingerprint
 from bot.logs import get_logger, kv
 from bot.slack import blocks as bk
-from bot.slack.app_util import HELP_WORDS, api_error, guess_lang
+from bot.slack.app_util import HELP_WORDS, api_error, guess_lang, is_chitchat, split_lang_flag
 from bot.slack.payloads import text_of
 
 if TYPE_CHECKING:
@@ -43,6 +43,9 @@ class Commands:
             usage = bk.render_usage(guess_lang(raw.strip()))
             ack(text=usage.text, blocks=usage.blocks, response_type="ephemeral")
             return
+        if is_chitchat(raw):  # "/mindie-help thanks": a friendly line, not a knowledge gap
+            ack(text=bk.label(guess_lang(raw), "chitchat"), response_type="ephemeral")
+            return
         ack()  # first, before anything that can wait: Slack gives up after 3 s
         received = time.monotonic()
         user, channel = text_of(command, "user_id"), text_of(command, "channel_id")
@@ -55,21 +58,21 @@ class Commands:
             self.bot.defer(self.bot.clicks, self.bot.busy, channel, user, guess_lang(raw[:2000]), response_url)
 
     def answer_command(self, command: dict, received: float | None = None) -> None:
-        text = (text_of(command, "text") or "").strip()
-        lang = guess_lang(text)
+        text, forced = split_lang_flag((text_of(command, "text") or "").strip())
+        lang = forced or guess_lang(text)
         started = time.monotonic()
         response_url = text_of(command, "response_url")
         channel = text_of(command, "channel_id")
         try:
-            answer = self.bot.ask(text, received)
+            answer = self.bot.ask(text, received, forced)
             fp = fingerprint(text)
             share = None
             if answer.answered and answer.results:
                 key = uuid.uuid4().hex[:16]
                 self.bot.shares.set(key, (answer, fp))
-                share = {"k": key, "q": text[:1500]}
-            # No excerpt of the question in the escalation: the answer is ephemeral, the question was private.
-            rendered = bk.render_answer(answer, fp=fp, share_value=share, escalate_value={"t": None, "l": answer.lang, "f": fp[:16], "p": "1"})
+                share = {"k": key, "q": text[:1500], "l": answer.lang}
+            # Private: the question is only posted (to the support channel) if the user asks a human.
+            rendered = self.bot.render_reply(answer, text, fp, thread_ts=None, private=True, share_value=share)
             if not self.bot.send_response_url(response_url, response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
                 raise RuntimeError("response_url post failed")
             if not answer.answered:

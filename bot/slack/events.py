@@ -14,7 +14,6 @@ from slack_sdk.errors import SlackApiError
 from bot.engine.normalize import looks_like_log
 from bot.feedback import fingerprint
 from bot.logs import get_logger, kv
-from bot.slack import blocks as bk
 from bot.slack.payloads import text_of
 from bot.slack.work import AUTOMATIC
 from bot.slack.app_util import api_error
@@ -198,7 +197,7 @@ class Events:
                 if thread_claimed:
                     self.bot.answered_threads.release((channel, root))
                 return
-            rendered = bk.render_answer(answer, fp=fp, extra_notes=self.bot.file_notes(fetched, answer.lang))
+            rendered = self.bot.render_reply(answer, query, fp, thread_ts=root, extra_notes=self.bot.file_notes(fetched, answer.lang))
             self.bot.post(channel, root, rendered)
             self.bot.answered_threads.set((channel, root), time.time())
             self.bot.log_reply("auto", channel, who, query, answer, fp, started)

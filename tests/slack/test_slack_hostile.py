@@ -184,7 +184,7 @@ def test_captures_never_ping_link_or_run_anything(harness, path):
         for danger in ("$(curl", "rm -rf", "evil", "channel", "subteam"):
             assert danger not in command, (danger, command)
     assert "check-path-config-json" in json.dumps(response.params["blocks"])
-    assert "chmod 640 {model_path}/config.json" in response.params["text"]  # the placeholder stays, unfilled
+    assert "chmod 640 &lt;model_path&gt;/config.json" in response.params["text"]  # unfilled: shown as <name>
 
 
 def shown_texts(blocks: list[dict]) -> list[str]:

@@ -54,9 +54,10 @@ def test_mention_answers_in_the_thread_with_entry_and_filled_command(harness):
     assert post.params["thread_ts"] == "1700000001.000100"
     assert "socket-bind-failed" in post.blocks_json()
     assert "lsof -i :1025" in code_blocks(post)  # the port comes from the user's log
-    assert "Socket bind failed" in header(post)
-    assert "Most likely cause" in post.params["text"]
-    assert set(find_buttons(post.blocks)) == {bk.ACTION_FEEDBACK_UP, bk.ACTION_FEEDBACK_DOWN}
+    assert "Socket bind failed" in post.blocks[0]["text"]["text"]  # answer first: the problem is the first line
+    assert "matched your log line 3" in post.params["text"]  # confidence in words, with the user's own line number
+    assert set(find_buttons(post.blocks)) == {bk.ACTION_DETAILS, bk.ACTION_FEEDBACK_UP, bk.ACTION_FEEDBACK_DOWN,
+                                              bk.ACTION_RESOLVED, bk.ACTION_ESCALATE}
     assert post.headers["authorization"] == f"Bearer {BOT_TOKEN}"
 
     # A follow-up mention inside an existing thread answers in that thread.
@@ -97,7 +98,8 @@ def test_slash_command_answers_ephemerally_via_response_url_and_can_be_shared(ha
     shared = fake.wait_for(lambda: fake.responses("share1"), count=2)
     assert shared[0].params["response_type"] == "in_channel"
     assert "npu-out-of-memory" in json.dumps(shared[0].params["blocks"])
-    assert "Shared by <@UALICE>" in json.dumps(shared[0].params["blocks"])
+    assert "<@UALICE> asked:" in json.dumps(shared[0].params["blocks"])  # a shared answer restates the question
+    assert "NPU out of memory" in shared[0].params["blocks"][0]["elements"][0]["text"]
     assert bk.ACTION_SHARE not in find_buttons(shared[0].params["blocks"])
     assert shared[1].params == {"delete_original": True}
 
@@ -118,7 +120,7 @@ def test_direct_message_is_answered(harness):
     post = fake.wait_for(lambda: fake.posts("D0ALICE"))[0]
     assert "socket-bind-failed" in post.blocks_json()
     assert "lsof -i :1025" in code_blocks(post)
-    assert "最可能的原因" in post.blocks_json()  # the reply speaks the user's language
+    assert "匹配到你日志的第 1 行" in post.blocks_json()  # the reply speaks the user's language
 
 
 def test_auto_reply_once_per_thread_for_a_pasted_log(harness):
@@ -423,7 +425,7 @@ def test_an_unrecognised_real_error_gets_root_line_family_triage_and_a_human(har
     assert "Not recognised" in body and "Not recognised" in post.params["text"]
     assert "aclnnInplaceZero" in body  # the root line is quoted
     assert "561103" in body  # with what the code means
-    assert "First steps" in body and "ASCEND_LAUNCH_BLOCKING" in body
+    assert "It looks like: CANN" in body and "ASCEND_LAUNCH_BLOCKING" in body  # the family's first steps
     assert bk.ACTION_ESCALATE in find_buttons(post.blocks)
 
     harness.event({"type": "message", "channel_type": "channel", "channel": "C0OPS", "user": "UBOB",
