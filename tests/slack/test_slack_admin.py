@@ -166,6 +166,7 @@ def test_reload_by_an_admin_makes_a_corpus_change_answerable(reloadable, corpus_
     status, body, elapsed = harness.command("reload", "reload1", user=ADMIN)
     assert status == 200 and elapsed < 3.0  # acknowledged before the corpus is read
     assert "Reloading the knowledge base" in ack_text(body)
+    assert "already running" in ack_text(harness.command("reload", "reload2", user=ADMIN)[1])  # one at a time
     result = response_text(fake.wait_for(lambda: fake.responses("reload1"), timeout=60)[0])
     before = engine.status()["entries"]
     assert f"Reloaded: {before + 1} entries (was {before})" in result
@@ -319,6 +320,17 @@ def test_shortcut_where_the_bot_cannot_post_tells_the_user(harness):
     assert "nothing to diagnose" in fake.wait_for(lambda: fake.responses("sc-empty"))[0].params["text"]
     harness.idle()
     assert not fake.posts()
+
+
+def test_a_doctored_shortcut_payload_never_raises(harness, caplog):
+    fake = harness.fake
+    odd = {"type": "message", "ts": "1700000731.000100", "text": ["not", "text"], "files": "nope", "bot_id": 5, "thread_ts": {}}
+    status, _, _ = shortcut(harness, odd, "sc-odd")
+    assert status == 200
+    assert "nothing to diagnose" in fake.wait_for(lambda: fake.responses("sc-odd"))[0].params["text"]
+    harness.idle()
+    assert not fake.posts()
+    assert not [r for r in caplog.records if "listener_error" in r.getMessage() or r.levelname == "ERROR"]
 
 
 # --- App Home ---------------------------------------------------------------------------------------------------
