@@ -5,7 +5,7 @@
   the acknowledgement and sent ephemerally.
 * `reload` (admins, MINDIE_HELP_ADMIN_IDS): acknowledged at once; the corpus is loaded and the index built or
   loaded on a worker of its own, and only a valid new engine replaces the old one (under the engine lock, so an
-  answer being prepared finishes on the old engine). The reload is announced in the database; the other replicas
+  answer being prepared finishes on the old engine); one that lost the dense search the old one had is refused too. The reload is announced in the database; the other replicas
   notice it within WATCH_SECONDS and reload too.
 * `channel auto|mention|off|reset` (admins): the channel's auto-reply mode, stored with SharedState (the same
   store as `mindie-help channel set`), so every replica sees it; this replica drops its cached copy at once.
@@ -321,8 +321,14 @@ class Admin:
             if command is not None:
                 self.reply(command, bk.render_text(say(lang, "reload_failed", ref=ref, entries=before.get("entries")), lang))
             return False
-        old = self.bot.replace_engine(engine)
         after = engine.status()
+        if _dense_ready(before) and str(after.get("dense") or "").startswith("unavailable"):  # the model no longer loads
+            log.error(kv("reload_refused", reason="dense search unavailable", dense=after.get("dense"), asked=command is not None))
+            if command is not None:
+                text = say(lang, "reload_degraded", dense=bk.esc(str(after.get("dense"))), entries=before.get("entries"))
+                self.reply(command, bk.render_text(text, lang))
+            return False
+        old = self.bot.replace_engine(engine)
         seconds = round(time.monotonic() - started, 1)
         old_ids = {e.id for e in getattr(old, "entries", [])}
         new_ids = {e.id for e in engine.entries}
@@ -378,6 +384,10 @@ class Admin:
             self._release_reload()
             return False
         return True
+
+
+def _dense_ready(status: dict[str, Any]) -> bool:
+    return str(status.get("dense") or "").startswith("ready")
 
 
 def _ids(ids: set[str], limit: int = 8) -> str:

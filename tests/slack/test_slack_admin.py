@@ -194,6 +194,16 @@ def test_reload_keeps_the_old_engine_when_the_new_corpus_is_invalid(reloadable, 
     assert "Reloaded:" in response_text(fake.wait_for(lambda: fake.responses("good"), timeout=60)[0])
 
 
+def test_reload_keeps_the_old_engine_when_the_model_no_longer_loads(make_harness, corpus_copy: Path, tmp_path: Path, engine):
+    # The session engine has dense search; the same settings with a model that cannot load would lose it.
+    assert engine.status()["dense"].startswith("ready")
+    harness = make_harness(corpus_dir=corpus_copy, index_dir=tmp_path / "index", model=str(tmp_path / "no-such-model"), admin_ids=[ADMIN])
+    harness.command("reload", "degraded", user=ADMIN)
+    result = response_text(harness.fake.wait_for(lambda: harness.fake.responses("degraded"), timeout=120)[0])
+    assert "was *not* reloaded" in result and "no dense search" in result
+    assert harness.bot.engine is engine
+
+
 def test_answers_in_flight_during_a_reload_all_complete(reloadable, corpus_copy: Path):
     harness, fake = reloadable, reloadable.fake
     for n in range(6):
