@@ -258,14 +258,16 @@ class FeedbackStore:
             rows = conn.execute(query).fetchall()
         return [EntryVotes(r[0], int(r[1] or 0), int(r[2] or 0)) for r in rows]
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
+    def gaps(self, limit: int = 50, since: float | None = None) -> list[Gap]:
+        """The most frequent unanswered queries; `since` (a time) counts only those asked from then on."""
         with self.db.begin() as conn:
             rows = conn.execute(sa.text(
                 "SELECT u.fingerprint, COUNT(*), MAX(u.created_at),"
                 " (SELECT excerpt FROM unanswered x WHERE x.fingerprint = u.fingerprint ORDER BY x.created_at DESC LIMIT 1),"
                 " (SELECT suggestions FROM unanswered x WHERE x.fingerprint = u.fingerprint ORDER BY x.created_at DESC LIMIT 1)"
-                " FROM unanswered u GROUP BY u.fingerprint ORDER BY COUNT(*) DESC, MAX(u.created_at) DESC LIMIT :limit"
-            ), {"limit": limit}).fetchall()
+                " FROM unanswered u WHERE u.created_at >= :since"
+                " GROUP BY u.fingerprint ORDER BY COUNT(*) DESC, MAX(u.created_at) DESC LIMIT :limit"
+            ), {"limit": limit, "since": since if since is not None else 0.0}).fetchall()
         return [Gap(r[0], int(r[1]), float(r[2]), r[3] or "", r[4] or "") for r in rows]
 
     def activity(self, days: int, now: float | None = None) -> Activity:

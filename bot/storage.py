@@ -613,6 +613,23 @@ class SharedState:
             row = conn.execute(sa.select(claims.c.key).where(claims.c.kind == kind, claims.c.key == key, claims.c.expires_at > now)).first()
         return row is not None
 
+    # --- announcements: something happened that every replica should catch up with (a corpus reload) ---
+
+    def announce(self, kind: str, ttl: float = 30 * 86_400.0, now: float | None = None) -> float:
+        """Record that `kind` happened now; returns the time recorded (see latest())."""
+        now = time.time() if now is None else now
+        self.mark(f"announce:{kind}", uuid.uuid4().hex, ttl, now=now)
+        return now
+
+    def latest(self, kind: str, now: float | None = None) -> float | None:
+        """When `kind` was last announced (by any replica), or None."""
+        now = time.time() if now is None else now
+        with self.db.begin() as conn:
+            found = conn.execute(
+                sa.select(sa.func.max(claims.c.created_at)).where(claims.c.kind == f"announce:{kind}", claims.c.expires_at > now)
+            ).scalar()
+        return None if found is None else float(found)
+
     # --- escalations: one per thread ---
 
     def claim_escalation(self, channel: str, thread_key: str, *, user: str | None, fingerprint: str | None = None) -> Escalation | None:
@@ -650,6 +667,15 @@ class SharedState:
 
     def channel_settings(self, channel: str) -> ChannelSettings | None:
         with self.db.begin() as conn:
+            row = conn.execute(sa.select(channel_settings).where(channel_settings.c.channel == channel)).first()
+        return ChannelSettings(row.channel, row.mode, row.cooldown_seconds, row.updated_at) if row else None
+
+    def reset_channel_mode(self, channel: str) -> ChannelSettings | None:
+        """Forget a channel's own mode (back to the environment's); a cooldown set for it stays. None: no row left."""
+        now = time.time()
+        with self.db.begin() as conn:
+            conn.execute(sa.update(channel_settings).where(channel_settings.c.channel == channel).values(mode=None, updated_at=now))
+            conn.execute(sa.delete(channel_settings).where(channel_settings.c.channel == channel, channel_settings.c.cooldown_seconds.is_(None)))
             row = conn.execute(sa.select(channel_settings).where(channel_settings.c.channel == channel)).first()
         return ChannelSettings(row.channel, row.mode, row.cooldown_seconds, row.updated_at) if row else None
 

@@ -1,7 +1,8 @@
 """The Bolt app's core: state, plumbing and the one reply path every Slack surface shares.
 
 The surfaces live in their own modules and register themselves here: events (mention, DM, auto-reply:
-bot/slack/events.py), the slash command (commands.py), buttons (actions.py).
+bot/slack/events.py), the slash command (commands.py; its admin subcommands in admin.py), buttons (actions.py),
+the Diagnose message shortcut (shortcuts.py) and App Home (home.py).
 
 Only `Engine.answer()` / `Engine.environment()` / `Engine.status()` and the `Answer` model are used; nothing here
 knows how answers are found. Every request is acknowledged first (Bolt acks events before the listener runs;
@@ -54,8 +55,11 @@ from bot.slack.app_util import (  # noqa: F401 (re-exported for callers of bot.s
     strip_mentions, user_ref,
 )
 from bot.slack.actions import Actions
+from bot.slack.admin import Admin
 from bot.slack.commands import Commands
 from bot.slack.events import Events, event_text
+from bot.slack.home import Home
+from bot.slack.shortcuts import Shortcuts
 from bot.logs import get_logger, kv, register_secret
 
 if TYPE_CHECKING:  # the engine is only called through answer()/status()
@@ -181,7 +185,10 @@ class SlackBot:
         self.events = Events(self)
         self.commands = Commands(self)
         self.actions = Actions(self)
-        for surface in (self.events, self.commands, self.actions):
+        self.admin = Admin(self)  # /mindie-help help|stats|reload|channel, dispatched by Commands
+        self.shortcuts = Shortcuts(self)
+        self.home = Home(self)
+        for surface in (self.events, self.commands, self.actions, self.shortcuts, self.home):
             surface.register(app)
         # Anything else that reaches the app is acknowledged and ignored: no 404s, so no Slack retries.
         everything = re.compile(r".*")
@@ -296,6 +303,17 @@ class SlackBot:
         self._channels.set(channel, value)
         return value
 
+    def forget_channel_mode(self, channel: str) -> None:
+        """A channel's settings were just changed here: the next channel_mode() reads them, not the cached copy."""
+        self._channels.pop(channel)
+
+    def replace_engine(self, engine: "Engine") -> "Engine":
+        """Swap in a new engine (a corpus reload) and return the old one. Under the engine lock: an answer being
+        prepared finishes on the old engine, the next one uses the new engine."""
+        with self._engine_lock:
+            old, self.engine = self.engine, engine
+        return old
+
     def on_other_request(self, ack: Any, body: dict) -> None:
         ack()
         log.debug(kv("request_ignored", type=(body or {}).get("type")))
@@ -346,6 +364,7 @@ class SlackBot:
         """Stop the worker threads once they are idle (shutdown)."""
         self.answers.close()
         self.clicks.close()
+        self.admin.close()
 
     # --- rate limits --------------------------------------------------------------------------
 

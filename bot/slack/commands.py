@@ -1,4 +1,4 @@
-"""The slash command `/mindie-help`: questions, `env`, and usage."""
+"""The slash command `/mindie-help`: questions and `env`; help, stats, reload and channel are in admin.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bot.engine.normalize import prepare
 from bot.feedback import fingerprint
 from bot.logs import get_logger, kv
 from bot.slack import blocks as bk
+from bot.slack.admin import parse as parse_admin
 from bot.slack.app_util import HELP_WORDS, api_error, guess_lang, is_chitchat, split_lang_flag
 from bot.slack.payloads import text_of
 
@@ -36,6 +37,9 @@ class Commands:
 
     def on_command(self, ack: Any, command: dict) -> None:
         raw = text_of(command, "text") or ""
+        if (sub := parse_admin(raw)) is not None:  # help, stats, reload, channel: bot/slack/admin.py
+            self.bot.admin.on_command(ack, command, sub)
+            return
         if raw.strip().split(maxsplit=1)[:1] in (["env"], ["ENV"], ["Env"]):
             self.on_env_command(ack, command, raw.strip()[3:].strip())
             return

@@ -19,7 +19,7 @@ _OPT_STR = (str, type(None))
 
 _TOP: dict[str, tuple[type, ...]] = {
     "type": _S, "token": _S, "team_id": _S, "enterprise_id": _OPT_STR, "api_app_id": _S, "event_id": _S,
-    "response_url": _S, "trigger_id": _S, "user_id": _S, "channel_id": _S, "text": _S, "command": _S,
+    "response_url": _S, "trigger_id": _S, "user_id": _S, "channel_id": _S, "text": _S, "command": _S, "callback_id": _S, "message_ts": _S,
     "team": (str, dict, type(None)), "enterprise": (str, dict, type(None)), "user": _ID, "channel": _ID,
     "container": (dict,), "view": (dict,), "message": (dict,), "event": (dict,), "actions": (list,),
     "authorizations": (list,), "is_enterprise_install": (bool, str), "is_ext_shared_channel": (bool,),
@@ -93,6 +93,9 @@ def sanitize(body: Any) -> dict[str, Any] | None:
         if not isinstance(event.get("type"), str):
             return None
         _dicts(event, "files", _FILE)
+    if kind == "message_action" and isinstance(body.get("message"), dict):  # a message shortcut: the message it was used on
+        _keep_typed(body["message"], _EVENT)
+        _dicts(body["message"], "files", _FILE)
     if kind in ("block_actions", "interactive_message"):
         _dicts(body, "actions", _ACTION)
         actions = body.get("actions")
