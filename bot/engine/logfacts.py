@@ -37,7 +37,10 @@ _PATTERNS: dict[str, list[str]] = {
     "lib": [
         r"(lib[A-Za-z0-9_+.\-]+\.so(?:\.[0-9]+)*)\s*:\s*cannot open shared object file",
         r"(?i)(?:fail(?:ed)? to (?:open|load) library|cannot load)[:\s]+\S*?/?(lib[A-Za-z0-9_+.\-]+\.so(?:\.[0-9]+)*)",
-        r"(/\S+/lib[A-Za-z0-9_+.\-]+\.so(?:\.[0-9]+)*)\s*:\s*(?:undefined symbol|cannot allocate memory in static TLS block)",
+        r"/(lib[A-Za-z0-9_+.\-]+\.so(?:\.[0-9]+)*)\s*:\s*(?:undefined symbol|cannot allocate memory in static TLS block)",
+    ],
+    "lib_path": [
+        r"(/\S+/lib[A-Za-z0-9_+.\-]+\.so(?:\.[0-9]+)*)\s*:\s*(?:undefined symbol|cannot allocate memory in static TLS block|cannot open shared object)",
     ],
     "device": [
         r"(?i)invalid device(?: id)?\s*[=:]?\s*(\d{1,2})\b",
@@ -57,7 +60,7 @@ ALIASES: dict[str, str] = {
     "port": "port", "master_port": "port", "server_port": "port",
     "ip": "ip", "host": "ip", "server_ip": "ip", "master_addr": "ip",
     "model_path": "model_path", "model_dir": "model_path", "weights_dir": "model_path",
-    "lib": "lib", "lib_path": "lib",
+    "lib": "lib", "lib_path": "lib_path",
     "device": "device", "device_id": "device",
     "ifname": "ifname", "nic": "ifname",
     "pid": "pid",

@@ -17,7 +17,7 @@ ADMIN_LABELS: dict[str, dict[str, str]] = {
             "and the most frequent questions I could not answer.\n"
             "• `/mindie-help reload` _(admins)_: reload the knowledge base and its index, without a restart.\n"
             "• `/mindie-help channel auto|mention|off|reset` _(admins)_: in this channel, answer pasted logs on my own (auto), "
-            "only when mentioned (mention), not at all on my own (off), or as configured (reset). "
+            "only when mentioned (mention), not at all (off: mentions get a private note; `/mindie-help` still works), or as configured (reset). "
             "`/mindie-help channel` shows the current mode.\n"
             "• *Diagnose with mindie-help* in any message's ⋯ menu (More message shortcuts): I answer that message in its thread.\n"
             "• My *Home* tab shows these figures and how to use me."
@@ -44,7 +44,7 @@ ADMIN_LABELS: dict[str, dict[str, str]] = {
         "reload_degraded": "The knowledge base was *not* reloaded: the new engine has no dense search ({dense}). I keep answering with the current one ({entries} entries); check the model and the index folder, then run `/mindie-help reload` again.",
         "mode_auto": "I answer pasted logs on my own, in their thread, when I'm confident",
         "mode_mention": "I answer only when mentioned (or asked with `/mindie-help`)",
-        "mode_off": "I don't answer anything on my own here; a mention or `/mindie-help` still works",
+        "mode_off": "I don't answer in this channel (a mention gets a private note); `/mindie-help` still works",
         "channel_set": "Auto-replies in this channel: *{mode}*: {meaning}. Stored for every replica (the others apply it within 10 s).",
         "channel_reset": "This channel is back to the default, *{mode}*: {meaning}.",
         "channel_cooldown_kept": " Its own cooldown of {seconds} s stays (`mindie-help channel set --clear` removes it).",
@@ -74,7 +74,7 @@ ADMIN_LABELS: dict[str, dict[str, str]] = {
             "• `/mindie-help stats`：最近 7 天和 30 天已回答、未识别的问题数，👍/👎 和人工求助次数，以及最常见的未能回答的问题。\n"
             "• `/mindie-help reload` _（管理员）_：不重启即重新加载知识库及其索引。\n"
             "• `/mindie-help channel auto|mention|off|reset` _（管理员）_：在本频道中，自动回答粘贴的日志（auto）、"
-            "仅在被 @ 时回答（mention）、不主动回答（off），或恢复默认配置（reset）。`/mindie-help channel` 查看当前模式。\n"
+            "仅在被 @ 时回答（mention）、完全不回答（off：@我 只收到一条仅本人可见的提示；`/mindie-help` 仍可用），或恢复默认配置（reset）。`/mindie-help channel` 查看当前模式。\n"
             "• 在任意消息的 ⋯ 菜单（更多消息快捷方式）中选择 *Diagnose with mindie-help*：我会在该消息的话题中回答。\n"
             "• 我的 *主页* 标签页展示这些统计和用法。"
         ),
@@ -100,7 +100,7 @@ ADMIN_LABELS: dict[str, dict[str, str]] = {
         "reload_degraded": "知识库*未*重新加载：新引擎无法使用向量检索（{dense}）。我继续使用当前知识库（{entries} 条）；请检查模型和索引目录后再运行 `/mindie-help reload`。",
         "mode_auto": "我会在有把握时自动在话题中回答粘贴的日志",
         "mode_mention": "只有被 @（或使用 `/mindie-help`）时我才回答",
-        "mode_off": "我在这里不主动回答；@我 或 `/mindie-help` 仍然可用",
+        "mode_off": "我在本频道不回答（@我 会收到仅本人可见的提示）；`/mindie-help` 仍然可用",
         "channel_set": "本频道的自动回复：*{mode}*：{meaning}。已保存，所有副本共享（其他副本 10 秒内生效）。",
         "channel_reset": "本频道已恢复默认：*{mode}*：{meaning}。",
         "channel_cooldown_kept": "本频道单独设置的冷却时间 {seconds} 秒保持不变（`mindie-help channel set --clear` 可清除）。",

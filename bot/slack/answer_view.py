@@ -58,12 +58,20 @@ def _variant_key(command: CommandOut) -> str:
     return f"{command.kind}:{run}"
 
 
+def _fit(command: CommandOut) -> int:
+    """Filled from the user's log beats a literal example, which beats a template with <name> left in it."""
+    if command.unfilled:
+        return 0
+    return 2 if command.run != command.template else 1
+
+
 def distinct_commands(commands: list[CommandOut]) -> list[CommandOut]:
-    """One variant per command: the first of each key, preferring the one the log filled in."""
+    """One variant per command (the FAQ's template and its example value share a key): the best fit of each, in
+    the place of the first."""
     chosen: dict[str, CommandOut] = {}
     for command in commands:
         key = _variant_key(command)
-        if key not in chosen or (chosen[key].unfilled and not command.unfilled and command.run != command.template):
+        if key not in chosen or _fit(command) > _fit(chosen[key]):
             chosen[key] = command
     return list(chosen.values())
 

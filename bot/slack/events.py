@@ -14,6 +14,8 @@ from slack_sdk.errors import SlackApiError
 from bot.engine.normalize import looks_like_log
 from bot.feedback import fingerprint
 from bot.logs import get_logger, kv
+from bot.slack import blocks as bk
+from bot.slack.app_util import guess_lang
 from bot.slack.payloads import text_of
 from bot.slack.work import AUTOMATIC
 from bot.slack.app_util import api_error
@@ -78,6 +80,10 @@ def _blocks_text(blocks: list[Any]) -> list[str]:
 
 
 
+def bk_lang(event: dict[str, Any]) -> str:
+    return guess_lang((text_of(event, "text") or "")[:2000])
+
+
 class Events:
     """app_mention and message events."""
 
@@ -95,6 +101,11 @@ class Events:
             return
         channel, ts = text_of(event, "channel"), text_of(event, "ts")
         if not channel:
+            return
+        if self.bot.channel_mode(channel)[0] == "off":  # an admin switched the bot off here: say so, privately
+            log.info(kv("mention_ignored", channel=channel, reason="channel_off"))
+            user = text_of(event, "user")
+            self.bot.defer(self.bot.clicks, self.bot.ephemeral, channel, user, bk.label(bk_lang(event), "channel_off"))
             return
         self.bot.request_explicit(
             surface="mention", channel=channel, ts=ts, thread_ts=text_of(event, "thread_ts") or ts,
