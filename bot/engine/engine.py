@@ -173,6 +173,7 @@ class Engine:
             error_codes=[self._code_out(s, lang) for s in ev.sightings],
             notices=notices,
             retriever=retriever,
+            is_log=prepared.is_log,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
             family=self._family_out(ev.family, lang, ev, facts) if ev.family else None,
             environment=self.environment(prepared.text, answered),

@@ -87,6 +87,7 @@ class Answer(Out):
     error_codes: list[CodeOut] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list, description="e.g. input truncated, dense retriever unavailable")
     retriever: str = "hybrid"
+    is_log: bool = Field(False, description="the text is a pasted log or traceback rather than a question")
     root: MatchedLine | None = Field(None, description="the line taken for the root error (its innermost cause)")
     family: FamilyOut | None = Field(None, description="the family of the root error, with first triage steps")
     environment: EnvironmentReport | None = Field(None, description="versions, cards and packages found in the paste, checked against the compatibility table")

@@ -629,7 +629,7 @@ def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
         if cjk < 2:
             continue
         letters = cjk + sum(1 for ch in line if ch.isascii() and ch.isalpha())
-        if cjk * 10 >= letters and len(set(ch for ch in line if _cjk(ch))) >= 2:
+        if cjk * 10 >= letters and (letters == cjk or len(set(ch for ch in line if _cjk(ch))) >= 2):
             chinese += cjk
     return "zh" if chinese >= 2 else "en"
 

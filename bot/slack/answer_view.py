@@ -326,10 +326,13 @@ def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = No
 def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool, step_chars: int, n_steps: int,
                     n_commands: int) -> list[dict[str, Any]]:
     lang = answer.lang
-    lines = [f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*"]
-    if answer.root:
-        lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {inline_code(clip(answer.root.text, 200))}")
-    lines += code_lines(answer)
+    if not answer.is_log and any(c.listed for c in answer.error_codes):  # a question about a code: its meaning first
+        lines = code_lines(answer) + [f"*{label(lang, 'code_known')}*"]
+    else:
+        lines = [f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*"]
+        if answer.root:
+            lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {inline_code(clip(answer.root.text, 200))}")
+        lines += code_lines(answer)
     blocks: list[dict[str, Any]] = [section("\n".join(lines))]
     family = answer.family
     commands: list[CommandOut] = []
@@ -382,7 +385,9 @@ def fallback_text(answer: Answer) -> str:
     """The top-level `text` (notifications, clients without blocks): short, answer first, escaped like the blocks."""
     lang = answer.lang
     if not answer.answered or not answer.results:
-        lines = [label(lang, "not_recognised" if answer.root or answer.family else "no_match")]
+        lines = [label(lang, "code_known" if not answer.is_log and any(c.listed for c in answer.error_codes) else
+                       "not_recognised" if answer.root or answer.family else "no_match")]
+        lines += [f"{c.code}: {esc(clip(c.meaning, 200))}" for c in answer.error_codes[:2] if c.listed]
         if answer.root:
             lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {esc(clip(answer.root.text, MAX_QUOTED_LINE))}")
         if answer.family:

@@ -101,11 +101,11 @@ class Harness:
 
     def click(self, button: dict[str, Any], response_name: str, *, user: str = "UALICE", channel: str = "C0GENERAL",
               message_ts: str = "1700000000.000100", thread_ts: str | None = None, ephemeral: bool = False,
-              trigger_id: str | None = None) -> tuple[int, str, float]:
+              trigger_id: str | None = None, message: dict[str, Any] | None = None) -> tuple[int, str, float]:
         container: dict[str, Any] = {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": ephemeral}
         if thread_ts:
             container["thread_ts"] = thread_ts
-        payload = {
+        payload: dict[str, Any] = {
             "type": "block_actions",
             "team": {"id": TEAM_ID, "domain": "test"},
             "user": {"id": user, "username": "alice", "team_id": TEAM_ID},
@@ -120,6 +120,8 @@ class Harness:
                 "text": button["text"], "value": button.get("value", ""), "action_ts": str(time.time()),
             }],
         }
+        if message is not None:  # Slack sends the clicked message (its blocks) with a click on a non-ephemeral message
+            payload["message"] = message
         return self.send(urllib.parse.urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
     def idle(self, timeout: float = 30.0) -> None:
