@@ -176,3 +176,20 @@ def test_chit_chat_gets_one_friendly_line_and_is_not_a_gap(harness):
     assert all(len(p.params["text"]) < 120 for p in posts)
     harness.idle()
     assert harness.bot.feedback.gaps() == []
+
+
+def test_the_readme_mockup_is_drawn_from_the_real_payload(engine):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "slack_mockup.py"
+    spec = importlib.util.spec_from_file_location("slack_mockup", path)
+    mockup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mockup)  # type: ignore[union-attr]
+    answer = engine.answer(mockup.SAMPLE)
+    rendered = views.render_answer(answer, fp="f" * 64, details_value={"k": "-"}, escalate_value={"t": "-"}, resolve_value={"t": "-"})
+    picture = mockup.draw(rendered.blocks)
+    assert "│ lsof -i :1025 │" in picture and "matched your log line 3" in picture
+    assert "[ Show details ]" in picture and "[ 🙋 Ask a human ]" in picture
+    readme = (path.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "│ lsof -i :1025 │" in readme.split(mockup.START)[1].split(mockup.END)[0]
