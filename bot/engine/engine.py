@@ -326,7 +326,7 @@ class Engine:
         lines = sorted({lm.line_no for lm in match.lines}) if match else []
         matched = [MatchedLine(line_no=i + 1, text=prepared.lines[i].strip()[:500]) for i in lines[:5]]
         commands = [self._command(c, captures, lang) for c in entry.commands]
-        steps = entry.fix.get(lang)
+        steps = [fill(step, captures) for step in entry.fix.get(lang)]  # "{model_path}" in a step gets the user's path too
         used = [name for name, value in scored.evidence.items() if value > 0.0]
         return Hit(
             id=entry.id,
@@ -354,7 +354,8 @@ class Engine:
         hints = self.corpus.placeholder_hints
         unfilled = [PlaceholderOut(name=name, hint=(hints.get(name) or {}).get(lang, ""))
                     for name in dict.fromkeys(PLACEHOLDER.findall(run))]
-        return CommandOut(run=run, template=command.run, kind=command.kind, explain=command.explain.get(lang), unfilled=unfilled)
+        return CommandOut(run=run, template=command.run, kind=command.kind, explain=fill(command.explain.get(lang), captures),
+                          unfilled=unfilled)
 
     def _code_out(self, sighting: CodeSighting, lang: str) -> CodeOut:
         meaning = sighting.meaning(lang) or describe_unlisted(sighting).get(lang)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import re2
+
 from bot.engine.models import Answer, CommandOut, Hit
 from bot.slack.blocks import (
     ACTION_DETAILS, ACTION_ESCALATE, ACTION_FEEDBACK_DOWN, ACTION_FEEDBACK_UP, ACTION_RESOLVED, ACTION_SHARE,
@@ -26,6 +28,18 @@ FIRST_MESSAGE_CHARS = 1_500
 LIKELY = 0.7  # calibrated confidence from which a cause is "likely" rather than "possible"
 MAX_STEP_CHARS = 280
 _SHELLISH = ("shell", "env")
+# A placeholder left in prose ("{model_path} = the weights folder"); ${VAR} is the shell's. RE2: the text holds values
+# from the user's log.
+_PROSE_PLACEHOLDER = re2.compile(r"(^|[^$\w])\{([A-Za-z_][A-Za-z0-9_]{0,40})\}")
+
+
+def prose(text: str) -> str:
+    """Escaped prose with any unfilled {name} shown as <name>, like in the commands."""
+    if "{" not in text:
+        return esc(text)
+    for _ in range(2):  # "{a}{b}": a match takes the character before it, so a neighbour needs a second pass
+        text = _PROSE_PLACEHOLDER.sub(r"\1<\2>", text)
+    return esc(text)
 
 
 # --- small pieces ---------------------------------------------------------------------------------
@@ -103,9 +117,9 @@ def command_lines(commands: list[CommandOut], lang: str, limit: int, explain: bo
     for command in lead_first(distinct_commands(commands), step)[:limit]:
         text = shown_command(command)
         if command.kind in _SHELLISH:
-            lines.append((f"_{esc(command.explain)}_\n" if explain and command.explain else "") + code_block(text))
+            lines.append((f"_{prose(command.explain)}_\n" if explain and command.explain else "") + code_block(text))
         else:
-            lines.append(f"{inline_code(text)} · {esc(command.explain)}" if command.explain else inline_code(text))
+            lines.append(f"{inline_code(text)} · {prose(command.explain)}" if command.explain else inline_code(text))
         shown.append(command)
     return lines, shown
 
@@ -163,11 +177,11 @@ def _problem_text(hit: Hit, lang: str, n_steps: int, n_commands: int, explain: b
     steps = _steps(hit)
     lines = [f"*{esc(hit.title)}* · _{evidence_words(hit, lang)}_"]
     if steps:
-        lines.append(f"→ {esc(clip(steps[0], MAX_STEP_CHARS))}")
+        lines.append(f"→ {prose(clip(steps[0], MAX_STEP_CHARS))}")
     commands, shown = command_lines(hit.command_details, lang, n_commands, explain, step=steps[0] if steps else None)
     if commands:
         lines.append(commands[0])
-    rest = [f"{i}. {esc(clip(step, MAX_STEP_CHARS))}" for i, step in enumerate(steps[1:n_steps], 2)]
+    rest = [f"{i}. {prose(clip(step, MAX_STEP_CHARS))}" for i, step in enumerate(steps[1:n_steps], 2)]
     if rest:
         lines.append("\n".join(rest))
     if commands[1:]:
@@ -278,8 +292,8 @@ def render_details(answer: Answer, *, extra_notes: list[str] | None = None) -> R
         quoted = [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:3]]
         if quoted:
             blocks.append(section(f"*{label(lang, 'recognised')}*\n" + "\n".join(quoted)))
-        blocks.append(section(f"*{label(lang, 'cause')}*\n{esc(hit.cause)}"))
-        steps = [f"{i}. {esc(step)}" for i, step in enumerate(_steps(hit), 1)]
+        blocks.append(section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}"))
+        steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
         if steps:
             blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
         commands, shown = command_lines(hit.command_details, lang, 12, explain=True)
@@ -338,7 +352,7 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     commands: list[CommandOut] = []
     if family:
         text = [f"*{esc(label(lang, 'family', title=family.title))}*"]
-        text += [f"{i}. {esc(clip(step, step_chars))}" for i, step in enumerate(family.triage[:n_steps], 1)]
+        text += [f"{i}. {prose(clip(step, step_chars))}" for i, step in enumerate(family.triage[:n_steps], 1)]
         command_text, commands = command_lines(family.commands, lang, n_commands, explain=full)
         blocks.append(section("\n".join(text + command_text)))
     notes = replace_hints(commands, lang)
@@ -398,7 +412,7 @@ def fallback_text(answer: Answer) -> str:
     steps = _steps(top)
     lines = [f"{esc(top.title)} ({evidence_words(top, lang)})"]
     if steps:
-        lines.append(f"→ {esc(steps[0])}")
+        lines.append(f"→ {prose(steps[0])}")
     commands = [shown_command(c) for c in distinct_commands(top.command_details)[:2]]
     if commands:
         lines.append(" | ".join(esc(c) for c in commands))

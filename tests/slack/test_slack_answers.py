@@ -193,3 +193,22 @@ def test_the_readme_mockup_is_drawn_from_the_real_payload(engine):
     assert "[ Show details ]" in picture and "[ 🙋 Ask a human ]" in picture
     readme = (path.parents[1] / "README.md").read_text(encoding="utf-8")
     assert "│ lsof -i :1025 │" in readme.split(mockup.START)[1].split(mockup.END)[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_reply_of_any_entry_shows_a_raw_or_foreign_placeholder(engine, lang: str):
+    """Every entry's own example, answered in both languages: the first message and the details never show a raw
+    {placeholder}, and an English reply never carries Chinese inside a command."""
+    checked = 0
+    for entry in engine.entries:
+        if not entry.example_logs:
+            continue
+        answer = engine.answer(entry.example_logs[0], lang=lang)
+        for rendered in (views.render_answer(answer, fp="f" * 64), views.render_details(answer)):
+            shown = _shown(rendered.blocks)
+            assert not _PLACEHOLDER.search(shown), (entry.id, _PLACEHOLDER.search(shown))
+            if lang == "en":
+                for command in shown.split("```")[1::2]:
+                    assert not _CJK.search(command), (entry.id, command)
+        checked += 1
+    assert checked >= 150
