@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 # Slack mrkdwn escapes and markup (https://api.slack.com/reference/surfaces/formatting)
-_FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n?")
+_FENCE = re.compile(r"```(?:[a-zA-Z0-9_+-]*\n)?")
 _INLINE_CODE = re.compile(r"`([^`\n]*)`")
 _USER_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _SPECIAL_MENTION = re.compile(r"<!(?:subteam\^[A-Z0-9]+(?:\|[^>]*)?|here|channel|everyone)(?:\|[^>]*)?>")
@@ -48,7 +48,6 @@ _MASKS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 @dataclass
@@ -132,8 +131,25 @@ def readable_runs(text: str) -> str:
     return "\n".join(_READABLE_RUN.findall(text))
 
 
+def _strip_fences(text: str) -> str:
+    """A fence ending its line (``` or ```lang) leaves that line empty; a fence glued to code goes without a trace
+    at a line's start, and starts a new line after other text."""
+    out: list[str] = []
+    last = 0
+    for m in _FENCE.finditer(text):
+        out.append(text[last : m.start()])
+        sofar = "".join(out)
+        if m.group(0).endswith("\n"):
+            out.append("\n")
+        elif sofar and not sofar.endswith("\n"):
+            out.append("\n")
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
 def clean_slack(text: str) -> str:
-    text = _FENCE.sub("\n", text)
+    text = _strip_fences(text)
     text = _INLINE_CODE.sub(r"\1", text)
     text = _USER_MENTION.sub(" ", text)
     text = _SPECIAL_MENTION.sub(" ", text)
@@ -159,12 +175,18 @@ def mask(text: str) -> str:
 
 
 def detect_lang(lines: list[str]) -> str:
-    """'zh' when the user's own words are mostly Chinese; log lines count only when there is no prose."""
-    prose = [ln for ln in lines if not _LOG_LINE.search(ln)]
-    sample = "\n".join(prose or lines)[:20000]
-    cjk = len(_CJK.findall(sample))
-    latin = len(_LATIN_WORD.findall(sample))
-    return "zh" if cjk and cjk / 2 >= latin * 0.5 else "en"
+    """'zh' when the person wrote Chinese: some prose line (log lines count only when there is no prose) that is all
+    Chinese, or holds two different Chinese characters making at least a tenth of its letters."""
+    prose = [ln for ln in lines if not _LOG_LINE.search(ln)] or lines
+    for line in prose[:2000]:
+        line = line[:2000]
+        cjk = _CJK.findall(line)
+        if not cjk:
+            continue
+        letters = len(cjk) + len(re.findall(r"[A-Za-z]", line))
+        if letters == len(cjk) or (len(cjk) * 10 >= letters and len(set(cjk)) >= 2):
+            return "zh"
+    return "en"
 
 
 def looks_like_log(text: str) -> bool:

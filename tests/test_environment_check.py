@@ -12,6 +12,7 @@ from rich.console import Console
 from bot.corpus.loader import load_corpus
 from bot.environment.checker import check_environment
 from bot.render.text import render_text
+from bot.slack import answer_view as views
 from bot.slack import blocks as bk
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
@@ -136,18 +137,22 @@ def test_an_answer_with_an_environment_paste_carries_the_section_everywhere(engi
     assert "Environment" in text and "✗ torch 2.7.0 ↔ torch_npu 2.5.1.post1" in text and "pip install torch==2.5.1" in text
     assert text.index("Environment") > text.index("Cause")
     # Slack
-    rendered = bk.render_answer(answer, fp="f" * 16)
+    rendered = views.render_answer(answer, fp="f" * 16)  # the first message names the mismatch and its fix
     blocks = json.dumps(rendered.blocks, ensure_ascii=False)
-    assert "npu-out-of-memory" in blocks and "*Environment*" in blocks and "pip install torch==2.5.1" in blocks
+    assert "npu-out-of-memory" in blocks and "torch 2.7.0 ↔ torch_npu 2.5.1.post1" in blocks and "pip install torch==2.5.1" in blocks
     assert rendered.blocks[-1]["type"] == "actions" and len(rendered.blocks) <= bk.MAX_BLOCKS
+    details = json.dumps(views.render_details(answer).blocks, ensure_ascii=False)  # the whole check is in the details
+    assert "*Environment*" in details and "pip install torch==2.5.1" in details
 
 
 def test_an_environment_dump_is_answered_by_the_section_alone(engine):
-    answer = engine.answer((DATA / "npu-smi-910b2c-and-toolkit-info.txt").read_text())
+    paste = (DATA / "npu-smi-910b2c-and-toolkit-info.txt").read_text()
+    assert engine.answer(paste).lang == "zh"  # the person wrote "A+X的A2" and "cann包版本：" around the dump
+    answer = engine.answer(paste, lang="en")
     assert not answer.answered and answer.environment.only
     text = _text(answer)
     assert "Environment" in text and "Not recognised" not in text and "910B2C" in text
-    rendered = bk.render_answer(answer, fp="f" * 16, escalate_value={"t": None})
+    rendered = views.render_answer(answer, fp="f" * 16, escalate_value={"t": None})
     blocks = json.dumps(rendered.blocks, ensure_ascii=False)
     assert "Environment" in blocks and bk.label("en", "not_recognised") not in blocks and bk.label("en", "no_match") not in blocks
     assert "910B2C" in rendered.text

@@ -601,15 +601,6 @@ def _mask_head(text: str) -> str:
 
 # --- language and log detection -------------------------------------------------------------------
 
-_LETTERS = bytes(b if 65 <= b <= 90 or 97 <= b <= 122 else 32 for b in range(256))  # bytes.translate table
-
-
-def _latin_words(sample: str) -> int:
-    """How many runs of two or more ASCII letters ([A-Za-z]{2,}) the sample holds."""
-    raw = sample.encode("utf-8", "replace").translate(_LETTERS)
-    return sum(1 for word in raw.split() if len(word) >= 2)
-
-
 def _cjk(text: str) -> int:
     return sum(1 for ch in text if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
 
@@ -617,21 +608,20 @@ def _cjk(text: str) -> int:
 def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
     """'zh' when the person wrote Chinese, even around an English log: a Chinese user who pastes a long English
     traceback under one Chinese sentence reads Chinese. Lines flagged as log lines do not count unless nothing
-    else is there. A prose line counts as Chinese when Chinese characters are at least a tenth of its letters,
-    so a Chinese folder name inside an English error line, or garbled output quoted in an English sentence
-    ('ĠĠ的的的'), does not turn an English question into a Chinese one."""
+    else is there. A prose line is Chinese when it is all Chinese ("谢谢！"), or holds two different Chinese
+    characters making at least a tenth of its letters; so a Chinese folder name inside an English error line, or
+    garbled output quoted in an English sentence ('ĠĠ的的的'), does not turn an English question into a Chinese one."""
     flags = flags if flags is not None else log_line_flags(lines)
     prose = [ln for ln, logged in zip(lines, flags) if not logged] or lines
-    chinese = 0
     for line in prose[:2_000]:
         line = line[:2_000]
-        cjk = _cjk(line)
-        if cjk < 2:
+        cjk = [ch for ch in line if _cjk(ch)]
+        if not cjk:
             continue
-        letters = cjk + sum(1 for ch in line if ch.isascii() and ch.isalpha())
-        if cjk * 10 >= letters and (letters == cjk or len(set(ch for ch in line if _cjk(ch))) >= 2):
-            chinese += cjk
-    return "zh" if chinese >= 2 else "en"
+        letters = len(cjk) + sum(1 for ch in line if ch.isascii() and ch.isalpha())
+        if letters == len(cjk) or (len(cjk) * 10 >= letters and len(set(cjk)) >= 2):
+            return "zh"
+    return "en"
 
 
 def looks_like_log(text: str) -> bool:

@@ -157,6 +157,20 @@ def _steps(hit: Hit) -> list[str]:
     return hit.fix_steps or [line for line in hit.fix.splitlines() if line.strip()]
 
 
+def environment_lines(answer: Answer, limit: int = 2) -> list[str]:
+    """Version mismatches found in the paste, one line each with what to install (the full check is in the details)."""
+    env = answer.environment
+    if env is None:
+        return []
+    zh = answer.lang == "zh"
+    out = []
+    for check in [c for c in env.checks if c.verdict == "mismatch"][:limit]:
+        pair = f"{check.pair[0]} {check.values[0]} ↔ {check.pair[1]} {check.values[1]}"
+        fix = check.fix_zh if zh and check.fix_zh else check.fix
+        out.append(label(answer.lang, "env_mismatch", pair=esc(pair), fix=inline_code(fix) if fix else "—"))
+    return out
+
+
 def text_size(blocks: list[dict[str, Any]]) -> int:
     """Characters of text a person reads (buttons' values excluded)."""
     total = 0
@@ -208,6 +222,7 @@ def _first_message(answer: Answer, threshold: float, n_steps: int, n_commands: i
         blocks.append(section(text))
         tops = [answer.results[0]]
     notes = replace_hints(shown, lang)
+    notes += environment_lines(answer)
     others = [h for h in answer.results if h not in tops and h.confidence >= threshold]
     if others:
         items = [f"*{esc(h.title)}* ({evidence_words(h, lang)})" for h in others[:2]]
