@@ -288,3 +288,13 @@ def test_every_answer_names_its_source(engine):
     answer = engine.answer(SOCKET_LOG)
     top = answer.results[0]
     assert top.source and top.source_url and top.source_url.startswith("https://")
+
+
+def test_source_link_prefers_an_official_document_then_the_faq_then_a_thread():
+    from bot.engine.engine import FAQ_URL, INSTALL_FAQ_URL, source_url
+
+    assert source_url("faq#4; resolutions of https://github.com/a/b/issues/18") == FAQ_URL
+    assert source_url("faq#40") == INSTALL_FAQ_URL
+    assert source_url("see https://github.com/a/b/issues/1 and https://docs.vllm.ai/x.html (tuning)") == "https://docs.vllm.ai/x.html"
+    assert source_url("maintainer in https://github.com/a/b/issues/1.") == "https://github.com/a/b/issues/1"
+    assert source_url("faultdiag:AISW_CANN_HCCL_004") is None

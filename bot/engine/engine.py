@@ -377,18 +377,18 @@ INSTALL_FAQ_URL = "https://github.com/Ascend/MindIE-LLM/tree/HEAD/docs/zh/user_g
 
 
 def source_url(source: str) -> str | None:
-    """The document a reply links to: the first https URL the source names, else the MindIE LLM FAQ for `faq#N`
-    (questions 39-42 are the install FAQ)."""
-    urls = [w.rstrip(".") for w in source.replace(";", " ").replace("(", " ").replace(")", " ").replace(",", " ").split()
-            if w.startswith("https://")]
+    """The document a reply links to: an official document the source names, else the MindIE LLM FAQ for `faq#N`
+    (questions 39-42 are the install FAQ), else the first thread it cites."""
+    words = source.replace(";", " ").replace("(", " ").replace(")", " ").replace(",", " ").split()
+    urls = [w.rstrip(".") for w in words if w.startswith("https://")]
     documents = [u for u in urls if "/issues/" not in u and "/pull/" not in u and "/discussions/" not in u]
-    if documents or urls:
-        return (documents or urls)[0]
-    for word in source.replace(";", " ").replace(",", " ").split():
+    if documents:
+        return documents[0]
+    for word in words:
         if word.startswith("faq#"):
             number = word[4:]
             return INSTALL_FAQ_URL if number.isdigit() and int(number) >= 39 else FAQ_URL
-    return None
+    return urls[0] if urls else None
 
 
 def fill(template: str, captures: dict[str, str]) -> str:
