@@ -1,4 +1,5 @@
-"""Render an engine Answer as Slack Block Kit (plus the plain-text fallback), within Slack's limits.
+"""Block Kit building blocks shared by every Slack reply: the bot's bilingual strings, escaping, sections and
+buttons, short messages (usage, errors), and Slack's limits. Answers themselves are laid out by answer_view.py.
 
 Limits respected (https://api.slack.com/reference/block-kit): at most 50 blocks per message, 3000 characters
 per section/context text, 150 per header, 75 per button label, 2000 per button value; the message's total
@@ -20,7 +21,6 @@ MAX_BUTTON_TEXT = 75
 MAX_BUTTON_VALUE = 2000
 MAX_MESSAGE_CHARS = 40000
 MAX_FALLBACK = 3000
-MAX_CAUSES = 3
 MAX_QUOTED_LINES = 3
 MAX_QUOTED_LINE = 300
 
@@ -34,10 +34,7 @@ BLOCK_ACTIONS_ID = "mindie_help_actions"
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
-        "top": "Most likely cause",
-        "cause_n": "Possible cause {n}",
         "confidence": "confidence {pct}",
-        "your_log": "Your log",
         "line": "line {n}",
         "cause": "Cause",
         "fix": "Fix",
@@ -108,7 +105,6 @@ LABELS: dict[str, dict[str, str]] = {
         "escalated_recently": "You asked for a human a few minutes ago; the support team has been told.",
         "someone": "someone",
         "not_in_channel": "I can't post in this conversation. Invite me with `/invite @mindie-help`, or ask the support team directly.",
-        "shared_by": "Shared by {user}",
         "rate_limited": "You're sending requests faster than I can answer them; please try again in about {seconds} s.",
         "busy": "I'm answering a lot of questions right now; please try again in a minute.",
         "file_slow": "Only the first part of {name} could be downloaded in time.",
@@ -116,10 +112,7 @@ LABELS: dict[str, dict[str, str]] = {
         "truncated_file": "Only the first and last {kb} KB of {name}, and the error lines between, were read.",
     },
     "zh": {
-        "top": "最可能的原因",
-        "cause_n": "可能原因 {n}",
         "confidence": "置信度 {pct}",
-        "your_log": "你的日志",
         "line": "第 {n} 行",
         "cause": "原因",
         "fix": "解决方法",
@@ -190,7 +183,6 @@ LABELS: dict[str, dict[str, str]] = {
         "escalated_recently": "你几分钟前已请求过人工支持，支持团队已收到通知。",
         "someone": "有人",
         "not_in_channel": "我无法在这个会话中发消息。请用 `/invite @mindie-help` 邀请我，或直接联系支持团队。",
-        "shared_by": "由 {user} 分享",
         "rate_limited": "你的请求太频繁了，请约 {seconds} 秒后再试。",
         "busy": "当前问题较多，请一分钟后再试。",
         "file_slow": "{name} 只在时限内下载了开头部分。",
@@ -321,20 +313,7 @@ def button(text: str, action_id: str, value: dict[str, Any], style: str | None =
     return out
 
 
-def _sections_for(title: str, items: list[str], limit: int = MAX_SECTION) -> list[dict[str, Any]]:
-    """Pack items under a bold title into as few sections as fit (each ≤ limit)."""
-    blocks: list[dict[str, Any]] = []
-    current = f"*{title}*"
-    for item in items:
-        piece = item  # an item longer than a section gets its own section, clipped by enforce_limits()
-        if len(current) + 1 + len(piece) > limit:
-            blocks.append(section(current))
-            current = piece
-        else:
-            current += "\n" + piece
-    if current:
-        blocks.append(section(current))
-    return blocks
+# --- small replies --------------------------------------------------------------------------------
 
 
 def render_environment_report(report: Any, lang: str = "en") -> Rendered:

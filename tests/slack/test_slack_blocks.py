@@ -151,7 +151,7 @@ def test_abstain_is_honest_short_with_topics_and_human_button():
 
 def test_the_bots_own_strings_escape_angle_brackets():
     assert "&lt;question&gt;" in bk.label("en", "tip") and "<question>" not in bk.label("en", "tip")
-    assert "<@U1>" in bk.label("en", "shared_by", user="<@U1>")  # values passed in are already mrkdwn
+    assert "<@U1>" in bk.label("en", "question_from", user="<@U1>")  # values passed in are already mrkdwn
 
 
 def test_huge_answer_is_trimmed_within_every_slack_limit():
