@@ -26,7 +26,7 @@ ONNX_DIR = "onnx"
 ONNX_MODEL = "model.onnx"
 ONNX_TOKENIZER = "tokenizer.json"
 ONNX_META = "embedder.json"
-BATCH = 32
+BATCH = 16  # small batches of similar length: little padding (measured fastest on 2 cores)
 READ_CHARS = 2000  # readability is judged on the head of a text; enough to tell the script it is in
 
 
@@ -181,11 +181,19 @@ class OnnxEmbedder:
         return feed
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """Batches of texts of similar token length (each batch is padded to its longest text: an index build
+        sorted this way takes a third of the time), returned in the order given."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = []
-        for start in range(0, len(texts), BATCH):
-            encodings = self.tokenizer.encode_batch(texts[start : start + BATCH])
-            out.append(self.session.run(None, self._feed(encodings))[0])
-        return _normalise(np.vstack(out)) if out else np.zeros((0, 0), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            batch = [encodings[i] for i in order[start : start + BATCH]]
+            out.append(self.session.run(None, self._feed(batch))[0])
+        vectors = np.empty((len(texts), out[0].shape[1]), dtype=out[0].dtype)
+        vectors[order] = np.vstack(out)
+        return _normalise(vectors)
 
     def readability(self, text: str) -> float:
         return _unk_share(self.tokenizer, self.unk_id, text, self.max_tokens)

@@ -424,7 +424,7 @@ def with_pack(corpus: Corpus, path: Path | None) -> Corpus:
 
 def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebuild: bool = False) -> DenseState:
     """Embedder and index. The fast ONNX export is used when the index folder has one for this model; otherwise
-    the sentence-transformers model is loaded (and exported for next time). On any model failure the engine
+    the sentence-transformers model is loaded, exported, and the export used from then on. On any model failure the engine
     runs on signatures and lexical search and says so."""
     if not settings.dense_enabled:
         return DenseState(status="disabled by MINDIE_HELP_DENSE_ENABLED=false")
@@ -438,6 +438,14 @@ def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebui
             log.warning("dense_unavailable model=%s reason=%s", settings.model, reason)
             return DenseState(status=f"unavailable: {reason}",
                               notice=f"embedding model '{settings.model}' could not load; answering with signatures and lexical search only")
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        # Export once and use the export from now on: it reproduces the model's vectors (checked), starts in a
+        # fraction of the time, and builds an index in ~2/3 of sentence-transformers' time.
+        try:
+            embedder.export_onnx(settings.index_dir / ONNX_DIR, settings.model)
+            embedder = OnnxEmbedder.load(settings.index_dir, settings.model) or embedder
+        except Exception as exc:
+            log.warning("onnx_export_skipped model=%s reason=%s", settings.model, f"{type(exc).__name__}: {str(exc)[:200]}")
     index, why = (None, "rebuild requested") if rebuild else dense_mod.load_index(settings.index_dir, corpus.entries, embedder, settings.model, corpus.digest)
     if index is None:
         log.info("index_build reason=%s dir=%s", why, settings.index_dir)
@@ -445,10 +453,5 @@ def load_dense(corpus: Corpus, settings: Settings, progress: bool = False, rebui
         status = f"ready (index rebuilt: {why})"
     else:
         status = "ready"
-    if isinstance(embedder, SentenceTransformerEmbedder):
-        try:  # so that the next start-up skips the slow import
-            embedder.export_onnx(settings.index_dir / ONNX_DIR, settings.model)
-        except Exception as exc:
-            log.warning("onnx_export_skipped model=%s reason=%s", settings.model, f"{type(exc).__name__}: {str(exc)[:200]}")
     log.info("dense_ready model=%s backend=%s rows=%d seconds=%.2f", settings.model, embedder.backend, index.manifest.rows, time.perf_counter() - started)
     return DenseState(embedder=embedder, index=index, status=status)
