@@ -43,7 +43,6 @@ def _action_time(action: dict) -> float | None:
     return value if 1e9 < value < 1e11 else None
 
 
-
 class Actions:
     """block_actions of the bot's own buttons."""
 

@@ -467,7 +467,6 @@ class SlackBot:
 
     # --- explicit requests: mention, DM, slash command -------------------------------------------
 
-
     def request_explicit(self, *, surface: str, channel: str, ts: str | None, user: str | None, text: str, **kwargs: Any) -> None:
         """On Bolt's thread: rate limits and the queue; the answer itself is prepared by a worker."""
         received = time.monotonic()
@@ -543,27 +542,9 @@ class SlackBot:
                 return self.compose(strip_mentions(event_text(message, deep=deep)), files)
         return ""
 
-
-
-
-
-
-
     # --- message events: DMs and auto-replies ------------------------------------------------------
 
-
-
-
     # --- buttons: acknowledged at once, handled on the click pool -------------------------------------
-
-
-
-
-
-
-
-
-
 
     def ephemeral(self, channel: str | None, user: str | None, text: str, thread_ts: str | None = None) -> None:
         if not channel or not user:

@@ -79,7 +79,6 @@ def _blocks_text(blocks: list[Any]) -> list[str]:
     return ["".join(out)] if out else []
 
 
-
 def bk_lang(event: dict[str, Any]) -> str:
     return guess_lang((text_of(event, "text") or "")[:2000])
 
