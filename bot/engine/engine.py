@@ -9,13 +9,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from bot.corpus.faultdiag import FaultDiagError, load_faultdiag
 from bot.corpus.loader import Corpus, load_corpus
-from bot.corpus.schema import PLACEHOLDER, Entry, Family
+from bot.corpus.schema import PLACEHOLDER, Command, Entry, Family
 from bot.engine import dense as dense_mod
 from bot.engine.calibration import Calibrator, Features
 from bot.engine.codes import CodeResolver, CodeSighting, describe_unlisted
@@ -349,7 +349,7 @@ class Engine:
             distinct=distinct,
         )
 
-    def _command(self, command: Any, captures: dict[str, str], lang: str) -> CommandOut:
+    def _command(self, command: Command, captures: dict[str, str], lang: str) -> CommandOut:
         run = fill(command.run, captures)
         hints = self.corpus.placeholder_hints
         unfilled = [PlaceholderOut(name=name, hint=(hints.get(name) or {}).get(lang, ""))
@@ -363,10 +363,11 @@ class Engine:
                        entry=sighting.entry, system=sighting.system, family=sighting.family, listed=sighting.listed)
 
     def _family_out(self, family: Family, lang: str, ev: Evidence, facts: dict[str, str]) -> FamilyOut:
-        captures: dict[str, str] = dict(facts)
+        captured: dict[str, str] = {}
         for match in ev.sig_matches.values():
             for key, value in match.captures().items():
-                captures[key] = value
+                captured.setdefault(key, value)
+        captures = {**facts, **captured}  # what a signature captured wins over what the log states elsewhere
         commands = [self._command(c, captures, lang) for c in family.commands]
         return FamilyOut(id=family.id, title=family.title.get(lang), summary=family.summary.get(lang),
                          triage=list(family.triage.get(lang)), commands=commands)
