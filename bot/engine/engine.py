@@ -23,7 +23,7 @@ from bot.engine.embedders import ONNX_DIR, Embedder, OnnxEmbedder, SentenceTrans
 from bot.engine.fusion import DEFAULT_PARAMS, FusionParams, dense_evidence, fuse, lexical_evidence
 from bot.engine.lexical import LexicalIndex
 from bot.engine.families import FamilyDetector
-from bot.engine.logfacts import captures_for, log_facts
+from bot.engine.logfacts import LogFacts
 from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine, PlaceholderOut
 from bot.engine.normalize import Prepared, prepare, reduce_to_focus
 from bot.engine.placeholders import safe_value
@@ -152,9 +152,7 @@ class Engine:
         confidence = max((s.confidence for s in scored), default=0.0)
         answered = bool(scored) and confidence >= self.settings.threshold
         lang = reply_lang
-        facts = captures_for(log_facts(prepared.lines, prepared.error_lines))
-        if ev.sightings:
-            facts.setdefault("code", ev.sightings[0].code)
+        facts = LogFacts(prepared.lines, prepared.error_lines, ev.sightings[0].code if ev.sightings else None)
         # Runners-up are shown with their own confidence, but not when they are barely evidence at all.
         floor = SECONDARY_FLOOR * self.settings.threshold
         hits = [self._hit(s, ev.sig_matches, prepared, lang, facts, s.position in distinct)
@@ -319,10 +317,11 @@ class Engine:
         return first + rest, set(first)
 
     def _hit(self, scored: Scored, sig_matches: dict[str, EntryMatch], prepared: Prepared, lang: str,
-             facts: dict[str, str], distinct: bool = False) -> Hit:
+             facts: LogFacts, distinct: bool = False) -> Hit:
         entry = self.entries[scored.position]
         match = sig_matches.get(entry.id)
-        captures = {**facts, **(match.captures() if match else {})}  # what a signature captured wins
+        templates = [c.run for c in entry.commands] + [c.explain.get(lang) for c in entry.commands] + list(entry.fix.get(lang))
+        captures = facts.fill_in(match.captures() if match else {}, templates)
         lines = sorted({lm.line_no for lm in match.lines}) if match else []
         matched = [MatchedLine(line_no=i + 1, text=prepared.lines[i].strip()[:500]) for i in lines[:5]]
         commands = [self._command(c, captures, lang) for c in entry.commands]
@@ -362,12 +361,12 @@ class Engine:
         return CodeOut(code=sighting.code, name=sighting.name(), group=sighting.module(lang), meaning=meaning,
                        entry=sighting.entry, system=sighting.system, family=sighting.family, listed=sighting.listed)
 
-    def _family_out(self, family: Family, lang: str, ev: Evidence, facts: dict[str, str]) -> FamilyOut:
+    def _family_out(self, family: Family, lang: str, ev: Evidence, facts: LogFacts) -> FamilyOut:
         captured: dict[str, str] = {}
         for match in ev.sig_matches.values():
             for key, value in match.captures().items():
                 captured.setdefault(key, value)
-        captures = {**facts, **captured}  # what a signature captured wins over what the log states elsewhere
+        captures = facts.fill_in(captured, [c.run for c in family.commands] + [c.explain.get(lang) for c in family.commands])
         commands = [self._command(c, captures, lang) for c in family.commands]
         return FamilyOut(id=family.id, title=family.title.get(lang), summary=family.summary.get(lang),
                          triage=list(family.triage.get(lang)), commands=commands)
