@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 log = get_logger()
 
 ESCALATION_TTL = 7 * 24 * 3600.0
+
+
+def _channel_of(body: dict) -> str | None:
+    """The conversation a click happened in (block_actions carry it in `channel`, ephemeral ones in the container)."""
+    return id_of(body, "channel") or text_of(body.get("container") or {}, "channel_id")
 
 
 def _lang_of(value: dict[str, str], action: dict) -> str:
@@ -66,8 +72,7 @@ class Actions:
         # thank-you note (an HTTP call that can wait) goes to the click pool, after the ack.
         value = bk.parse_value(action.get("value"))
         user = id_of(body, "user")
-        container = body.get("container") or {}
-        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        channel = _channel_of(body)
         entry, fp = value.get("e"), value.get("f")
         lang = _lang_of(value, action)
         helpful = action.get("action_id") == bk.ACTION_FEEDBACK_UP
@@ -108,7 +113,7 @@ class Actions:
         try:
             cached = cached or (self.bot.shares.get(value["k"]) if value.get("k") else None)
             if cached is None:  # after a restart: answer the question again, on the answer pool
-                if not self.bot.defer(self.bot.answers, self._share_again, body, action, received):
+                if not self.bot.defer(self.bot.answers, self._answer_again, self.share, body, action, received):
                     raise RuntimeError("answer queue full")
                 return
             answer, fp = cached
@@ -124,10 +129,12 @@ class Actions:
             log.error(kv("share_failed", ref=ref, error=api_error(exc)))
             self._reply_to_click(body, bk.render_error(ref, _lang_of(value, action)).text)
 
-    def _share_again(self, body: dict, action: dict, received: float | None) -> None:
+    def _answer_again(self, then: Callable[..., None], body: dict, action: dict, received: float | None) -> None:
+        """A click on a replica that never saw the question (or after a restart): answer the question the button
+        carries again, in its language, then go on with `then` (share or details) as if it had been cached."""
         value = bk.parse_value(action.get("value"))
         query = value.get("q") or ""
-        self.share(body, action, received, (self.bot.ask(query, received, value.get("l")), fingerprint(query)))
+        then(body, action, received, (self.bot.ask(query, received, value.get("l")), fingerprint(query)))
 
     def escalate(self, body: dict, action: dict) -> None:
         """Ask the support team, once per thread (or private answer) on every replica, and once per user per cooldown.
@@ -139,7 +146,7 @@ class Actions:
         lang = _lang_of(value, action)
         user = id_of(body, "user")
         container = body.get("container") or {}
-        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        channel = _channel_of(body)
         private = container.get("is_ephemeral") is True or value.get("p") == "1"
         direct = bool(channel and channel.startswith("D"))
         thread_ts = value.get("t") or text_of(container, "thread_ts")
@@ -254,25 +261,19 @@ class Actions:
                 if not value.get("q"):
                     self._reply_to_click(body, bk.label(lang, "details_expired"))
                     return
-                if not self.bot.defer(self.bot.answers, self._details_again, body, action, received):
+                if not self.bot.defer(self.bot.answers, self._answer_again, self.details, body, action, received):
                     raise RuntimeError("answer queue full")
                 return
             answer, _fp = cached
             rendered = views.render_details(answer)
             if not self.bot.send_response_url(text_of(body, "response_url"), response_type="ephemeral", replace_original=False, **rendered.as_kwargs()):
-                container = body.get("container") or {}
-                self.bot.ephemeral(id_of(body, "channel") or text_of(container, "channel_id"), id_of(body, "user"), rendered.text,
-                                   text_of(container, "thread_ts"))
+                self.bot.ephemeral(_channel_of(body), id_of(body, "user"), rendered.text,
+                                   text_of(body.get("container") or {}, "thread_ts"))
             log.info(kv("details", entry=answer.results[0].id if answer.results else None))
         except Exception as exc:
             ref = uuid.uuid4().hex[:8]
             log.error(kv("details_failed", ref=ref, error=api_error(exc)))
             self._reply_to_click(body, bk.render_error(ref, lang).text)
-
-    def _details_again(self, body: dict, action: dict, received: float | None) -> None:
-        value = bk.parse_value(action.get("value"))
-        query = value.get("q") or ""
-        self.details(body, action, received, (self.bot.ask(query, received, value.get("l")), fingerprint(query)))
 
     def on_resolved(self, ack: Any, body: dict, action: dict) -> None:
         ack()
@@ -284,7 +285,7 @@ class Actions:
         lang = _lang_of(value, action)
         user = id_of(body, "user")
         container = body.get("container") or {}
-        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        channel = _channel_of(body)
         thread_ts = value.get("t") or text_of(container, "thread_ts") or text_of(container, "message_ts")
         if not channel or not thread_ts:
             log.warning(kv("resolve_invalid", has_channel=bool(channel), has_thread=bool(thread_ts)))
@@ -327,5 +328,5 @@ class Actions:
         if self.bot.send_response_url(text_of(body, "response_url"), response_type="ephemeral", replace_original=False, text=text):
             return
         container = body.get("container") or {}
-        channel = id_of(body, "channel") or text_of(container, "channel_id")
+        channel = _channel_of(body)
         self.bot.ephemeral(channel, id_of(body, "user"), text, text_of(container, "thread_ts"))

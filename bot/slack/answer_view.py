@@ -110,7 +110,7 @@ def lead_first(commands: list[CommandOut], step: str | None) -> list[CommandOut]
     return commands
 
 
-def command_lines(commands: list[CommandOut], lang: str, limit: int, explain: bool = False, step: str | None = None) -> tuple[list[str], list[CommandOut]]:
+def command_lines(commands: list[CommandOut], limit: int, explain: bool = False, step: str | None = None) -> tuple[list[str], list[CommandOut]]:
     """Shell commands one per code block; config keys, paths and code inline. Returns the lines and the commands shown."""
     lines: list[str] = []
     shown: list[CommandOut] = []
@@ -153,6 +153,11 @@ def code_lines(answer: Answer, limit: int = 2) -> list[str]:
     return out
 
 
+def _asks_about_a_code(answer: Answer) -> bool:
+    """A question (not a pasted log) naming a code a table lists: the code's meaning is what the person asked."""
+    return not answer.is_log and any(c.listed for c in answer.error_codes)
+
+
 def _steps(hit: Hit) -> list[str]:
     return hit.fix_steps or [line for line in hit.fix.splitlines() if line.strip()]
 
@@ -192,7 +197,7 @@ def _problem_text(hit: Hit, lang: str, n_steps: int, n_commands: int, explain: b
     lines = [f"*{esc(hit.title)}* · _{evidence_words(hit, lang)}_"]
     if steps:
         lines.append(f"→ {prose(clip(steps[0], MAX_STEP_CHARS))}")
-    commands, shown = command_lines(hit.command_details, lang, n_commands, explain, step=steps[0] if steps else None)
+    commands, shown = command_lines(hit.command_details, n_commands, explain, step=steps[0] if steps else None)
     if commands:
         lines.append(commands[0])
     rest = [f"{i}. {prose(clip(step, MAX_STEP_CHARS))}" for i, step in enumerate(steps[1:n_steps], 2)]
@@ -311,7 +316,7 @@ def render_details(answer: Answer, *, extra_notes: list[str] | None = None) -> R
         steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
         if steps:
             blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
-        commands, shown = command_lines(hit.command_details, lang, 12, explain=True)
+        commands, shown = command_lines(hit.command_details, 12, explain=True)
         if commands:
             blocks.append(section(f"*{label(lang, 'commands')}*\n" + "\n".join(commands)))
         hints = replace_hints(shown, lang)
@@ -339,9 +344,7 @@ def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = No
     lang = answer.lang
     if answer.environment is not None and answer.environment.only:
         return render_environment(answer, escalate_value=escalate_value, extra_notes=extra_notes)
-    tail: list[dict[str, Any]] = []
-    if escalate_value is not None:
-        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
+    tail = _human_button(lang, escalate_value)
     if full:
         blocks = _abstain_blocks(answer, extra_notes, full=True, step_chars=2_000, n_steps=99, n_commands=12)
         return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
@@ -355,7 +358,7 @@ def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = No
 def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool, step_chars: int, n_steps: int,
                     n_commands: int) -> list[dict[str, Any]]:
     lang = answer.lang
-    if not answer.is_log and any(c.listed for c in answer.error_codes):  # a question about a code: its meaning first
+    if _asks_about_a_code(answer):  # its meaning first
         lines = code_lines(answer) + [f"*{label(lang, 'code_known')}*"]
     else:
         lines = [f"*{label(lang, 'not_recognised' if answer.root or answer.family else 'no_match')}*"]
@@ -368,7 +371,7 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     if family:
         text = [f"*{esc(label(lang, 'family', title=family.title))}*"]
         text += [f"{i}. {prose(clip(step, step_chars))}" for i, step in enumerate(family.triage[:n_steps], 1)]
-        command_text, commands = command_lines(family.commands, lang, n_commands, explain=full)
+        command_text, commands = command_lines(family.commands, n_commands, explain=full)
         blocks.append(section("\n".join(text + command_text)))
     notes = replace_hints(commands, lang)
     if answer.suggestions:
@@ -380,6 +383,13 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     if full:
         blocks.extend(_environment(answer))
     return blocks
+
+
+def _human_button(lang: str, escalate_value: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The actions block of a reply that has only *Ask a human* (not recognised, environment dump)."""
+    if escalate_value is None:
+        return []
+    return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]}]
 
 
 def _environment(answer: Answer) -> list[dict[str, Any]]:
@@ -401,9 +411,7 @@ def render_environment(answer: Answer, *, escalate_value: dict[str, Any] | None 
     notes = [esc(n) for n in answer.notices] + list(extra_notes or [])
     if notes:
         blocks.append(context(*[clip_mrkdwn(n, 500) for n in notes[:10]]))
-    tail: list[dict[str, Any]] = []
-    if escalate_value is not None:
-        tail.append({"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]})
+    tail = _human_button(lang, escalate_value)
     return Rendered(text=fallback(sec), blocks=enforce_limits(blocks, lang, tail=tail))
 
 
@@ -414,7 +422,7 @@ def fallback_text(answer: Answer) -> str:
     """The top-level `text` (notifications, clients without blocks): short, answer first, escaped like the blocks."""
     lang = answer.lang
     if not answer.answered or not answer.results:
-        lines = [label(lang, "code_known" if not answer.is_log and any(c.listed for c in answer.error_codes) else
+        lines = [label(lang, "code_known" if _asks_about_a_code(answer) else
                        "not_recognised" if answer.root or answer.family else "no_match")]
         lines += [f"{c.code}: {esc(clip(c.meaning, 200))}" for c in answer.error_codes[:2] if c.listed]
         if answer.root:

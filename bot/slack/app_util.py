@@ -78,6 +78,7 @@ _CHITCHAT_WORDS = {
     "非常", "哈",
 }
 _CHITCHAT_MARKS = "!！.。,，~～?？:)(）😀😄🙂😊❤️🎉"
+_CHITCHAT_LONGEST_FIRST = sorted(_CHITCHAT_WORDS, key=len, reverse=True)
 
 
 def is_chitchat(text: str) -> bool:
@@ -94,7 +95,7 @@ def is_chitchat(text: str) -> bool:
         rest = word
         # Chinese has no spaces: peel known words off the front ("谢谢你" -> "谢谢", "你").
         while rest:
-            for known in sorted(_CHITCHAT_WORDS, key=len, reverse=True):
+            for known in _CHITCHAT_LONGEST_FIRST:
                 if rest.startswith(known):
                     rest = rest[len(known):]
                     break

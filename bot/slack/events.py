@@ -79,10 +79,6 @@ def _blocks_text(blocks: list[Any]) -> list[str]:
     return ["".join(out)] if out else []
 
 
-def bk_lang(event: dict[str, Any]) -> str:
-    return guess_lang((text_of(event, "text") or "")[:2000])
-
-
 class Events:
     """app_mention and message events."""
 
@@ -104,7 +100,7 @@ class Events:
         if self.bot.channel_mode(channel)[0] == "off":  # an admin switched the bot off here: say so, privately
             log.info(kv("mention_ignored", channel=channel, reason="channel_off"))
             user = text_of(event, "user")
-            self.bot.defer(self.bot.clicks, self.bot.ephemeral, channel, user, bk.label(bk_lang(event), "channel_off"))
+            self.bot.defer(self.bot.clicks, self.bot.ephemeral, channel, user, bk.label(guess_lang((text_of(event, "text") or "")[:2000]), "channel_off"))
             return
         self.bot.request_explicit(
             surface="mention", channel=channel, ts=ts, thread_ts=text_of(event, "thread_ts") or ts,
