@@ -17,7 +17,9 @@ read-then-write), so replicas cannot race each other.
 from __future__ import annotations
 
 import os
+import random
 import socket
+import sqlite3
 import threading
 import time
 import uuid
@@ -211,6 +213,20 @@ def _reason(exc: BaseException) -> str:
     return (lines[0] if lines else type(orig).__name__)[:300]
 
 
+def _switch_to_wal(cursor: Any, patience: float = 15.0) -> None:
+    """Switching a new file to WAL needs a moment's exclusive lock, and SQLite answers BUSY at once instead of
+    calling the busy handler, so replicas that open a fresh file together would fail: retry briefly."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01 + random.random() * 0.04)
+
+
 def _connection_lost(exc: BaseException) -> bool:
     """A failure that means the server or the network is gone (as opposed to one slow or locked statement)."""
     if isinstance(exc, (sa_exc.TimeoutError, sa_exc.InterfaceError)):
@@ -298,7 +314,7 @@ class Database:
                 cursor = dbapi_conn.cursor()
                 try:
                     # journal_mode reads the file first, so a file that is not a database fails here, unchanged
-                    cursor.execute("PRAGMA journal_mode=WAL")
+                    _switch_to_wal(cursor)
                     cursor.execute("PRAGMA synchronous=FULL")
                     cursor.execute("PRAGMA busy_timeout=15000")
                 finally:

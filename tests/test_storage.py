@@ -43,6 +43,44 @@ def test_replicas_starting_together_migrate_once(db_url):
         db.close()
 
 
+def test_many_replicas_opening_a_fresh_sqlite_file_together_all_succeed(tmp_path: Path):
+    # Switching a new file to WAL answered "database is locked" at once for about one round in fifteen under load.
+    for round_no in range(20):
+        url = f"sqlite:///{tmp_path / f'round{round_no}.sqlite3'}"
+        with ThreadPoolExecutor(4) as pool:
+            dbs = list(pool.map(lambda _: Database(url), range(4)))
+        for db in dbs:
+            db.close()
+
+
+class _Cursor:
+    """Answers PRAGMA journal_mode with the given failures first."""
+
+    def __init__(self, *failures: str) -> None:
+        self.failures = list(failures)
+        self.calls = 0
+
+    def execute(self, sql: str) -> None:
+        self.calls += 1
+        if self.failures:
+            raise sqlite3.OperationalError(self.failures.pop(0))
+
+
+def test_switching_to_wal_retries_only_a_locked_database():
+    from bot.storage import _switch_to_wal
+
+    busy_twice = _Cursor("database is locked", "database is locked")
+    _switch_to_wal(busy_twice)
+    assert busy_twice.calls == 3
+    with pytest.raises(sqlite3.OperationalError, match="not a database"):
+        _switch_to_wal(not_db := _Cursor("file is not a database"))
+    assert not_db.calls == 1
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _switch_to_wal(_Cursor(*["database is locked"] * 10_000), patience=0.2)
+    assert time.monotonic() - started < 2
+
+
 def test_the_original_sqlite_feedback_file_is_upgraded_in_place(tmp_path: Path):
     path = tmp_path / "feedback.sqlite3"
     old = sqlite3.connect(path)
