@@ -189,6 +189,15 @@ def detect_lang(lines: list[str]) -> str:
     return "en"
 
 
+def detect_lang_of_strings(lines: list[str]) -> str:
+    """A binary paste's language, over all its readable strings: zh when two different Chinese characters make at
+    least a tenth of the letters."""
+    text = "".join(ln[:2000] for ln in lines[:2000])
+    cjk = _CJK.findall(text)
+    letters = len(cjk) + len(re.findall(r"[A-Za-z]", text))
+    return "zh" if len(set(cjk)) >= 2 and len(cjk) * 10 >= letters else "en"
+
+
 def looks_like_log(text: str) -> bool:
     """A pasted log or traceback rather than chat: a code block, a traceback, or several log-like lines."""
     if "```" in text or "Traceback (most recent call last)" in text:
@@ -256,7 +265,7 @@ def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
         lines=lines,
         error_lines=error_lines,
         is_log=is_log,
-        lang=detect_lang(lines),
+        lang=detect_lang_of_strings(lines) if binary else detect_lang(lines),
         truncated_bytes=truncated,
         was_binary=binary,
         notices=notices,

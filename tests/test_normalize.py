@@ -92,6 +92,16 @@ def test_binary_input_keeps_only_its_readable_strings():
     assert all(ch.isascii() or "\u3000" <= ch for ch in prepared.text)  # no stray Latin letters from junk
 
 
+def test_a_binary_paste_is_answered_in_english_unless_its_strings_are_chinese():
+    # random bytes decode to a stray run of Chinese characters now and then; that run alone must not choose Chinese
+    chance_runs = [seed for seed in range(40) if "zh" in {detect_lang(prepare(random.Random(seed).randbytes(100_000)).lines)}]
+    assert chance_runs, "the seeds no longer produce a readable Chinese run; pick others"
+    for seed in chance_runs:
+        assert prepare(random.Random(seed).randbytes(100_000)).lang == "en"
+    coloured = prepare("\x1b[31m错误：服务启动失败\x1b[0m".encode() + b"\x00")
+    assert coloured.was_binary and coloured.lang == "zh"
+
+
 def test_empty_and_whitespace_input():
     for raw in ("", "   \n\t ", b"", "<@U123>"):
         assert prepare(raw).text == ""

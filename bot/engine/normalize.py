@@ -624,6 +624,16 @@ def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
     return "en"
 
 
+def detect_lang_of_strings(lines: list[str]) -> str:
+    """The language of a binary paste's readable strings, taken over all of them: random bytes decode to a stray
+    run of Chinese characters now and then, which must not make the reply Chinese, while a short coloured
+    Chinese line ('\x1b[31m错误') that counts as binary still reads as Chinese."""
+    text = "".join(line[:2_000] for line in lines[:2_000])
+    cjk = [ch for ch in text if _cjk(ch)]
+    letters = len(cjk) + sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return "zh" if len(set(cjk)) >= 2 and len(cjk) * 10 >= letters else "en"
+
+
 def looks_like_log(text: str) -> bool:
     """A pasted log or traceback rather than chat: a code block, a traceback, or several log-like lines."""
     if "```" in text or "Traceback (most recent call last)" in text:
@@ -776,7 +786,7 @@ def prepare(data: str | bytes, max_bytes: int = 1_000_000) -> Prepared:
         lines=lines,
         error_lines=error_lines,
         is_log=is_log,
-        lang=detect_lang(lines, flags),
+        lang=detect_lang_of_strings(lines) if binary_from == 0 else detect_lang(lines, flags),
         truncated_bytes=truncated,
         was_binary=binary,
         notices=notices,
