@@ -113,6 +113,14 @@ class Checker:
         self.checks.append(Check(pair=pair, values=values, verdict=verdict, message=en, message_zh=zh, fix=fix, fix_zh=fix_zh,
                                  source=source))
 
+    def pair(self, pair: tuple[str, str], values: tuple[str, str], fits: bool, source: str, ok: tuple[str, str],
+             mismatch: tuple[str, str], fix: tuple[str, str]) -> None:
+        """One pair checked against its row: the "ok" wording when it fits, else the mismatch wording and the fix."""
+        if fits:
+            self.add(pair, values, "ok", *ok, source)
+        else:
+            self.add(pair, values, "mismatch", *mismatch, source, *fix)
+
     # ---- torch and torch_npu ------------------------------------------------------------------------
     def torch_pair(self) -> None:
         torch, npu = self.v("torch"), self.v("torch_npu")
@@ -182,15 +190,12 @@ class Checker:
         row = self.table.python_for_torch(torch)
         if torch is None or python is None or row is None:
             return
-        if python in row.python:
-            self.add(("torch", "python"), (torch.text, python), "ok", f"PyTorch {row.torch} supports Python {python}.",
-                     f"PyTorch {row.torch} 支持 Python {python}。", row.source)
-        else:
-            supported = ", ".join(row.python)
-            self.add(("torch", "python"), (torch.text, python), "mismatch",
-                     f"PyTorch {row.torch} (and its torch_npu) supports Python {supported}, not {python}.",
-                     f"PyTorch {row.torch}（及其 torch_npu）支持 Python {supported}，不支持 {python}。", row.source,
-                     f"use Python {row.python[-1]}", f"改用 Python {row.python[-1]}")
+        supported = ", ".join(row.python)
+        self.pair(("torch", "python"), (torch.text, python), python in row.python, row.source,
+                  ok=(f"PyTorch {row.torch} supports Python {python}.", f"PyTorch {row.torch} 支持 Python {python}。"),
+                  mismatch=(f"PyTorch {row.torch} (and its torch_npu) supports Python {supported}, not {python}.",
+                            f"PyTorch {row.torch}（及其 torch_npu）支持 Python {supported}，不支持 {python}。"),
+                  fix=(f"use Python {row.python[-1]}", f"改用 Python {row.python[-1]}"))
 
     # ---- MindIE -------------------------------------------------------------------------------------
     def mindie(self) -> None:
@@ -209,33 +214,27 @@ class Checker:
         self.expect(f"MindIE {row.mindie}", [("cann", " / ".join(row.cann) if cann is None else ""),
                                              ("torch", " / ".join(row.torch) if torch is None else "")], row.source)
         if cann is not None:
-            if any(parse_version(c).same_series(cann) for c in row.cann):
-                self.add(("mindie", "cann"), (mindie.text, cann.text), "ok", f"MindIE {row.mindie} is released for CANN {cann}.",
-                         f"MindIE {row.mindie} 与 CANN {cann} 配套。", row.source)
-            else:
-                want = " / ".join(row.cann)
-                self.add(("mindie", "cann"), (mindie.text, cann.text), "mismatch",
-                         f"MindIE {row.mindie} must be installed with CANN {want}; CANN {cann} is installed.",
-                         f"MindIE {row.mindie} 必须配套 CANN {want}，当前为 CANN {cann}。", row.source,
-                         f"install CANN {want} (toolkit, kernels/ops and NNAL of the same version), or the MindIE release made for CANN {cann}",
-                         f"安装 CANN {want}（toolkit、kernels/ops 与 NNAL 同一版本），或改用与 CANN {cann} 配套的 MindIE")
+            want = " / ".join(row.cann)
+            self.pair(("mindie", "cann"), (mindie.text, cann.text), any(parse_version(c).same_series(cann) for c in row.cann), row.source,
+                      ok=(f"MindIE {row.mindie} is released for CANN {cann}.", f"MindIE {row.mindie} 与 CANN {cann} 配套。"),
+                      mismatch=(f"MindIE {row.mindie} must be installed with CANN {want}; CANN {cann} is installed.",
+                                f"MindIE {row.mindie} 必须配套 CANN {want}，当前为 CANN {cann}。"),
+                      fix=(f"install CANN {want} (toolkit, kernels/ops and NNAL of the same version), or the MindIE release made for CANN {cann}",
+                           f"安装 CANN {want}（toolkit、kernels/ops 与 NNAL 同一版本），或改用与 CANN {cann} 配套的 MindIE"))
         if torch is not None and row.torch:
-            if any(parse_version(t).same_base(torch) for t in row.torch):
-                self.add(("mindie", "torch"), (mindie.text, torch.text), "ok", f"MindIE {row.mindie} supports torch {torch.text}.",
-                         f"MindIE {row.mindie} 支持 torch {torch.text}。", row.source)
-            else:
-                want = " / ".join(row.torch)
-                self.add(("mindie", "torch"), (mindie.text, torch.text), "mismatch",
-                         f"MindIE {row.mindie} is built for torch {want}; torch {torch} is installed.",
-                         f"MindIE {row.mindie} 基于 torch {want} 构建，当前为 torch {torch}。", row.source,
-                         f"pip install torch=={row.torch[0]} with its torch_npu", f"pip install torch=={row.torch[0]} 及配套的 torch_npu")
+            want = " / ".join(row.torch)
+            self.pair(("mindie", "torch"), (mindie.text, torch.text), any(parse_version(t).same_base(torch) for t in row.torch), row.source,
+                      ok=(f"MindIE {row.mindie} supports torch {torch.text}.", f"MindIE {row.mindie} 支持 torch {torch.text}。"),
+                      mismatch=(f"MindIE {row.mindie} is built for torch {want}; torch {torch} is installed.",
+                                f"MindIE {row.mindie} 基于 torch {want} 构建，当前为 torch {torch}。"),
+                      fix=(f"pip install torch=={row.torch[0]} with its torch_npu", f"pip install torch=={row.torch[0]} 及配套的 torch_npu"))
         if python is not None and row.python:
-            verdict = "ok" if python in row.python else "mismatch"
             want = " / ".join(row.python)
-            self.add(("mindie", "python"), (mindie.text, python), verdict,
-                     f"MindIE {row.mindie} packages are built for Python {want}" + ("." if verdict == "ok" else f"; Python {python} is in use."),
-                     f"MindIE {row.mindie} 的安装包基于 Python {want}" + ("。" if verdict == "ok" else f"，当前为 Python {python}。"), row.source,
-                     None if verdict == "ok" else f"use Python {row.python[0]}", None if verdict == "ok" else f"改用 Python {row.python[0]}")
+            self.pair(("mindie", "python"), (mindie.text, python), python in row.python, row.source,
+                      ok=(f"MindIE {row.mindie} packages are built for Python {want}.", f"MindIE {row.mindie} 的安装包基于 Python {want}。"),
+                      mismatch=(f"MindIE {row.mindie} packages are built for Python {want}; Python {python} is in use.",
+                                f"MindIE {row.mindie} 的安装包基于 Python {want}，当前为 Python {python}。"),
+                      fix=(f"use Python {row.python[0]}", f"改用 Python {row.python[0]}"))
         if glibc is not None and row.glibc_min and glibc < parse_version(row.glibc_min):
             self.add(("mindie", "glibc"), (mindie.text, glibc.text), "mismatch",
                      f"MindIE {row.mindie} (abi0 package) needs glibc {row.glibc_min} or later; this system has glibc {glibc}.",
