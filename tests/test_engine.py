@@ -149,6 +149,17 @@ def test_foreign_stack_is_named_in_a_notice(engine):
     assert any("NVIDIA / CUDA" in n for n in answer.notices)
 
 
+def test_a_broad_match_does_not_outweigh_a_paste_about_another_stack(engine):
+    # "curl: (7) ... Connection refused" is a MindIE entry's signature, but here it is the user's nginx
+    nginx = engine.answer("curl: (7) Failed to connect to localhost port 8080 after 0 ms: Connection refused\n"
+                          "my nginx container is up according to docker ps, what gives")
+    assert not nginx.answered
+    assert any("web server" in n for n in nginx.notices)
+    ours = engine.answer("curl: (7) Failed to connect to localhost port 1025 after 0 ms: Connection refused\n"
+                         "mindieservice_daemon was started a minute ago")
+    assert ours.answered and ours.results[0].id == "service-connection-refused"
+
+
 def test_reply_language_follows_the_query(engine):
     zh = engine.answer("部署的时候报 Socket bind failed 是怎么回事")
     assert zh.lang == "zh"

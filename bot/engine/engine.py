@@ -277,10 +277,13 @@ class Engine:
     def _adjust(self, fused: np.ndarray, sig: np.ndarray, foreign: str | None, notices: list[str]) -> np.ndarray:
         """What the retrievers cannot know: a recognised error explains away other candidates, and another
         stack's paste is not MindIE's problem."""
-        recognised = float(sig.max(initial=0.0)) >= STRONG_SIGNATURE
+        strongest = float(sig.max(initial=0.0))
+        recognised = strongest >= STRONG_SIGNATURE
         if recognised:
             fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
-        if foreign and not recognised:
+        # Only an unmistakable MindIE error outweighs a paste that is plainly about another stack: a broad one
+        # ("curl: (7) ... Connection refused") is as likely the other stack's own.
+        if foreign and strongest < 1.0:
             fused = fused * FOREIGN_PENALTY
             notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
         return fused
