@@ -156,9 +156,10 @@ def _check_patterns(entry: Entry, shown: str, problems: list[Problem]) -> None:
 
 def _family_problems(table: FamilyTable, shown: str) -> list[Problem]:
     return [
-        Problem(shown, f"families.{i}.detect.{j}", message)
+        Problem(shown, f"families.{i}.{kind}.{j}", message)
         for i, family in enumerate(table.families)
-        for j, pattern in enumerate(family.detect)
+        for kind in ("detect", "mentions")
+        for j, pattern in enumerate(getattr(family, kind))
         if (message := _pattern_problem(pattern)) is not None
     ]
 

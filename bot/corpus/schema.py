@@ -166,6 +166,10 @@ class Family(Strict):
     title: Bilingual
     summary: Bilingual = Field(description="what errors of this family usually mean, one or two sentences")
     detect: list[NonEmpty] = Field(min_length=1, description="RE2 regexes; a line matching one belongs to the family")
+    mentions: list[NonEmpty] = Field(
+        default_factory=list,
+        description="RE2 regexes for how people describe the problem in their own words ('310P 不支持', '返回乱码'); read "
+        "over the whole paste, with `detect`, only for a not-recognised reply whose error lines named no family")
     triage: BilingualSteps
     commands: list[Command] = Field(default_factory=list)
     source: NonEmpty

@@ -160,6 +160,12 @@ class Engine:
         closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
         suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
         root = ev.analysis.root
+        # No MindIE triage for another stack's paste; the person's own words name a family only when the error
+        # lines name none and the error is not recognised.
+        if ev.foreign and not answered:
+            family = None
+        else:
+            family = ev.family or (None if answered else self.families.from_prose(prepared.lines))
         return Answer(
             id=query_id,
             answered=answered,
@@ -173,7 +179,7 @@ class Engine:
             retriever=retriever,
             is_log=prepared.is_log,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
-            family=self._family_out(ev.family, lang, ev, facts) if ev.family else None,
+            family=self._family_out(family, lang, ev, facts) if family else None,
             environment=self.environment(prepared.text, answered),
         )
 

@@ -13,25 +13,51 @@ from bot.engine.codes import CodeSighting
 from bot.engine.root import RootAnalysis
 
 MAX_LINE = 8_000
+PROSE_LINES = 300  # a paste's own description sits at its top; bound the work on long logs
 
 
 class FamilyDetector:
     def __init__(self, families: list[Family]):
         self.families = families
         self.by_id = {f.id: f for f in families}
-        self._owner: list[str] = []
-        self._set = re2.Set.SearchSet(re2_options())
+        self._owner, self._set = self._compile(families, ("detect",))
+        self._prose_owner, self._prose_set = self._compile(families, ("detect", "mentions"))
+
+    @staticmethod
+    def _compile(families: list[Family], kinds: tuple[str, ...]) -> tuple[list[str], re2.Set]:
+        owner: list[str] = []
+        regex_set = re2.Set.SearchSet(re2_options())
         for family in families:
-            for pattern in family.detect:
-                self._set.Add(pattern)
-                self._owner.append(family.id)
-        self._set.Compile()
+            for kind in kinds:
+                for pattern in getattr(family, kind):
+                    regex_set.Add(pattern)
+                    owner.append(family.id)
+        regex_set.Compile()
+        return owner, regex_set
 
     def of_line(self, line: str) -> list[str]:
-        if not self._owner:
+        return self._families_of(line, self._owner, self._set)
+
+    @staticmethod
+    def _families_of(line: str, owner: list[str], regex_set: re2.Set) -> list[str]:
+        if not owner:
             return []
-        hits = self._set.Match(line[:MAX_LINE]) or ()
-        return list(dict.fromkeys(self._owner[i] for i in sorted(hits)))
+        hits = regex_set.Match(line[:MAX_LINE]) or ()
+        return list(dict.fromkeys(owner[i] for i in sorted(hits)))
+
+    def from_prose(self, lines: list[str]) -> Family | None:
+        """For a not-recognised reply whose error lines named no family: the family the person's own words
+        describe ("310P 不支持 bf16", "returns garbled text"), over the top of the paste; most lines win, then the
+        earliest."""
+        votes: Counter[str] = Counter()
+        first_seen: dict[str, int] = {}
+        for i, line in enumerate(lines[:PROSE_LINES]):
+            for fid in self._families_of(line, self._prose_owner, self._prose_set):
+                votes[fid] += 1
+                first_seen.setdefault(fid, i)
+        if not votes:
+            return None
+        return self.by_id[max(votes, key=lambda fid: (votes[fid], -first_seen[fid]))]
 
     def detect(self, lines: list[str], error_lines: list[int], analysis: RootAnalysis, sightings: list[CodeSighting]) -> Family | None:
         """The root line's family first (its code, then its text); otherwise the family most error lines share,

@@ -1,0 +1,64 @@
+"""Triage families: the error lines name the family first; for a not-recognised paste whose error lines name
+none, the person's own words ("310P 不支持", "返回乱码") do, and another stack's paste gets none."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.corpus.loader import load_corpus
+from bot.engine.families import FamilyDetector
+from bot.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def detector() -> FamilyDetector:
+    return FamilyDetector(load_corpus(Settings().corpus_dir).families)
+
+
+@pytest.mark.parametrize(
+    ("words", "family"),
+    [
+        ("我们用的是 Atlas 300I Duo，能支持 W8A8 的 MoE 模型吗", "hardware-support"),
+        ("does vllm-ascend support the Orange Pi AI Pro board?", "hardware-support"),
+        ("部署以后调用接口返回乱码，中英文夹杂", "precision"),
+        ("NPU 上推理速度比 CPU 还慢，是哪里没配对", "performance"),
+        ("启动时 device_id 设成 3 不生效，进程还是跑在 0 卡上", "device"),
+        ("pip install 之后 torch 被替换了，vllm 和 vllm-ascend 依赖冲突", "version-mismatch"),
+        ("every request with an image kills the worker: OOM on the second card", "npu-memory"),
+    ],
+)
+def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
+    found = detector.from_prose(["Environment: CANN 8.1.RC1, torch_npu 2.5.1", words])
+    assert found is not None and found.id == family
+
+
+def test_words_about_nothing_in_particular_name_no_family(detector: FamilyDetector) -> None:
+    assert detector.from_prose(["hi all", "can someone look at my deployment when they have a minute?"]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "family"),
+    [
+        ("用 FunASR 在 910B 上做语音识别，效率不如 CPU，有什么要注意的", "performance"),
+        ("Our Orange Pi AI Pro board: does MindIE support it at all?", "hardware-support"),
+    ],
+)
+def test_a_not_recognised_question_gets_the_family_of_its_words(engine, question: str, family: str) -> None:
+    answer = engine.answer(question)
+    assert not answer.answered
+    assert answer.family is not None and answer.family.id == family and answer.family.triage
+
+
+def test_the_error_lines_name_the_family_before_the_words(engine) -> None:
+    answer = engine.answer(
+        "training output is garbled after a while, then it stops:\n"
+        "[ERROR] HCCL(1234,python):2025-01-01-10:00:00.000.000 [hccl_comm.cc:88] EI9999: HcclAllReduce failed, "
+        "an unusual internal fault\n"
+    )
+    assert not answer.answered
+    assert answer.family is not None and answer.family.id == "hccl"
+
+
+def test_another_stacks_paste_gets_no_family(engine) -> None:
+    answer = engine.answer("torch.OutOfMemoryError: CUDA out of memory on my RTX 4090, inference is slow and output garbled")
+    assert not answer.answered and answer.family is None
