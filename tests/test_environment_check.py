@@ -159,6 +159,15 @@ def test_an_environment_dump_is_answered_by_the_section_alone(engine):
     assert answer.contract()["environment"]["only"] is True
 
 
+def test_a_one_line_question_naming_its_chip_is_not_an_environment_dump(engine, table):
+    question = "用 FunASR 在 910B 上做语音识别，效率不如 CPU，有什么要注意的"
+    env = check_environment(question, table)
+    assert env is not None and not env.only  # the chip is still checked, as a section under the reply
+    answer = engine.answer(question)
+    assert not answer.answered and answer.family is not None and answer.family.id == "performance"
+    assert "Not recognised" in _text(engine.answer(question, lang="en"))
+
+
 def test_a_chinese_paste_gets_a_chinese_section(engine):
     answer = engine.answer("请问这个环境有没有问题？\nCANN版本：8.0.RC3\nMindIE版本：2.1.RC1\n驱动版本：24.1.rc2")
     assert answer.lang == "zh"

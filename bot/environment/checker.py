@@ -13,6 +13,9 @@ from bot.environment.models import LABELS, Check, Command, EnvironmentReport, Fa
 from bot.environment.versions import Version, parse_version, python_series
 
 ONLY_COVERAGE = 0.6  # a paste at least this much environment output is an environment dump
+# ... and of at least this many lines: a one-line question that names its chip ("910B 上推理比 CPU 还慢") is a
+# question, and deserves the diagnosis (or the family's triage), not only an environment check.
+ONLY_MIN_LINES = 2
 HBM_FULL = 0.95  # a card this full leaves nothing for a new model
 _ORDER = {"mismatch": 0, "warning": 1, "unverified": 2, "ok": 3}
 _HEALTHY = {"ok", "na", ""}
@@ -81,7 +84,8 @@ class Checker:
         cards = [c.model_copy(update={"family": self.family.id}) if self.family and c.family is None else c for c in self.found.cards]
         return EnvironmentReport(
             facts=self._facts(), cards=cards, processes=self.found.processes, checks=checks, observations=observations,
-            family=self.family.title if self.family else None, verdict=_verdict(checks), only=self.found.coverage >= ONLY_COVERAGE, missing=missing, commands=_commands_for(missing),
+            family=self.family.title if self.family else None, verdict=_verdict(checks),
+            only=self.found.coverage >= ONLY_COVERAGE and self.found.environment_lines >= ONLY_MIN_LINES, missing=missing, commands=_commands_for(missing),
         )
 
     def _facts(self) -> list[Fact]:

@@ -34,6 +34,7 @@ class Extracted:
     processes: list[NpuProcess] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
     coverage: float = 0.0  # share of the paste's non-blank lines that are environment output
+    environment_lines: int = 0  # how many lines are environment output
     lines: list[str] = field(default_factory=list)
 
     def value(self, component: str) -> str | None:
@@ -57,7 +58,7 @@ def extract(text: str) -> Extracted:
     used = {f.line for f in parsed.facts} | parsed.consumed
     coverage = len(used) / max(1, len(lines) - blank)
     return Extracted(facts=facts, cards=parsed.cards, processes=parsed.processes, signals=parsed.signals,
-                     coverage=min(1.0, coverage), lines=lines)
+                     coverage=min(1.0, coverage), environment_lines=len(used), lines=lines)
 
 
 def plausible(component: str, value: str) -> str | None:
