@@ -329,8 +329,7 @@ class Engine:
              facts: LogFacts, distinct: bool = False) -> Hit:
         entry = self.entries[scored.position]
         match = sig_matches.get(entry.id)
-        templates = [c.run for c in entry.commands] + [c.explain.get(lang) for c in entry.commands] + list(entry.fix.get(lang))
-        captures = facts.fill_in(match.captures() if match else {}, templates)
+        captures = facts.fill_in(match.captures() if match else {}, _templates(entry.commands, lang) + list(entry.fix.get(lang)))
         lines = sorted({lm.line_no for lm in match.lines}) if match else []
         matched = [MatchedLine(line_no=i + 1, text=prepared.lines[i].strip()[:500]) for i in lines[:5]]
         commands = [self._command(c, captures, lang) for c in entry.commands]
@@ -375,7 +374,7 @@ class Engine:
         for match in ev.sig_matches.values():
             for key, value in match.captures().items():
                 captured.setdefault(key, value)
-        captures = facts.fill_in(captured, [c.run for c in family.commands] + [c.explain.get(lang) for c in family.commands])
+        captures = facts.fill_in(captured, _templates(family.commands, lang))
         commands = [self._command(c, captures, lang) for c in family.commands]
         return FamilyOut(id=family.id, title=family.title.get(lang), summary=family.summary.get(lang),
                          triage=list(family.triage.get(lang)), commands=commands)
@@ -398,6 +397,11 @@ def source_url(source: str) -> str | None:
             number = word[4:]
             return INSTALL_FAQ_URL if number.isdigit() and int(number) >= 39 else FAQ_URL
     return urls[0] if urls else None
+
+
+def _templates(commands: list[Command], lang: str) -> list[str]:
+    """The texts of commands whose {placeholders} a reply fills: each command and its explanation."""
+    return [c.run for c in commands] + [c.explain.get(lang) for c in commands]
 
 
 def fill(template: str, captures: dict[str, str]) -> str:

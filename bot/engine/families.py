@@ -4,6 +4,8 @@ offers when it cannot name the exact error."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from itertools import chain
 
 import re2
 
@@ -49,12 +51,16 @@ class FamilyDetector:
         """For a not-recognised reply whose error lines named no family: the family the person's own words
         describe ("310P 不支持 bf16", "returns garbled text"), over the top of the paste; most lines win, then the
         earliest."""
+        return self._most_voted((i, fid) for i, line in enumerate(lines[:PROSE_LINES])
+                                for fid in self._families_of(line, self._prose_owner, self._prose_set))
+
+    def _most_voted(self, votes_in: Iterable[tuple[int, str]]) -> Family | None:
+        """The family named by the most (line, family) votes, the earliest line winning ties."""
         votes: Counter[str] = Counter()
         first_seen: dict[str, int] = {}
-        for i, line in enumerate(lines[:PROSE_LINES]):
-            for fid in self._families_of(line, self._prose_owner, self._prose_set):
-                votes[fid] += 1
-                first_seen.setdefault(fid, i)
+        for line_no, fid in votes_in:
+            votes[fid] += 1
+            first_seen.setdefault(fid, line_no)
         if not votes:
             return None
         return self.by_id[max(votes, key=lambda fid: (votes[fid], -first_seen[fid]))]
@@ -71,19 +77,6 @@ class FamilyDetector:
                 found = self.of_line(text)
                 if found:
                     return self.by_id[found[0]]
-        votes: Counter[str] = Counter()
-        first_seen: dict[str, int] = {}
-        for i in error_lines:
-            if i in analysis.consequences:
-                continue
-            for fid in self.of_line(lines[i]):
-                votes[fid] += 1
-                first_seen.setdefault(fid, i)
-        for sighting in sightings:
-            if sighting.family in self.by_id:
-                votes[sighting.family] += 1
-                first_seen.setdefault(sighting.family, sighting.line_no)
-        if not votes:
-            return None
-        best = max(votes, key=lambda fid: (votes[fid], -first_seen[fid]))
-        return self.by_id[best]
+        from_lines = ((i, fid) for i in error_lines if i not in analysis.consequences for fid in self.of_line(lines[i]))
+        from_codes = ((s.line_no, s.family) for s in sightings if s.family in self.by_id)
+        return self._most_voted(chain(from_lines, from_codes))

@@ -614,24 +614,28 @@ def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
     flags = flags if flags is not None else log_line_flags(lines)
     prose = [ln for ln, logged in zip(lines, flags) if not logged] or lines
     for line in prose[:2_000]:
-        line = line[:2_000]
-        cjk = [ch for ch in line if _cjk(ch)]
-        if not cjk:
-            continue
-        letters = len(cjk) + sum(1 for ch in line if ch.isascii() and ch.isalpha())
-        if letters == len(cjk) or (len(cjk) * 10 >= letters and len(set(cjk)) >= 2):
+        cjk, letters = _chinese_and_letters(line[:2_000])
+        if cjk and (letters == len(cjk) or _mostly_chinese(cjk, letters)):
             return "zh"
     return "en"
+
+
+def _chinese_and_letters(text: str) -> tuple[list[str], int]:
+    """The text's Chinese characters, and its letters (those and ASCII letters)."""
+    cjk = [ch for ch in text if _cjk(ch)]
+    return cjk, len(cjk) + sum(1 for ch in text if ch.isascii() and ch.isalpha())
+
+
+def _mostly_chinese(cjk: list[str], letters: int) -> bool:
+    """Two different Chinese characters making at least a tenth of the letters."""
+    return len(cjk) * 10 >= letters and len(set(cjk)) >= 2
 
 
 def detect_lang_of_strings(lines: list[str]) -> str:
     """The language of a binary paste's readable strings, taken over all of them: random bytes decode to a stray
     run of Chinese characters now and then, which must not make the reply Chinese, while a short coloured
     Chinese line ('\x1b[31m错误') that counts as binary still reads as Chinese."""
-    text = "".join(line[:2_000] for line in lines[:2_000])
-    cjk = [ch for ch in text if _cjk(ch)]
-    letters = len(cjk) + sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return "zh" if len(set(cjk)) >= 2 and len(cjk) * 10 >= letters else "en"
+    return "zh" if _mostly_chinese(*_chinese_and_letters("".join(line[:2_000] for line in lines[:2_000]))) else "en"
 
 
 def looks_like_log(text: str) -> bool:
