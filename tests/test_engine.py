@@ -160,6 +160,26 @@ def test_a_broad_match_does_not_outweigh_a_paste_about_another_stack(engine):
     assert ours.answered and ours.results[0].id == "service-connection-refused"
 
 
+SHM_LOG = """Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    for batch in loader:
+ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)."""
+
+
+def test_a_general_problem_in_a_log_with_no_trace_of_ascend_is_only_suggested(engine):
+    # A small /dev/shm happens on any machine: nothing in this log says it comes from an Ascend setup.
+    plain = engine.answer(SHM_LOG)
+    assert not plain.answered
+    assert any("not specific" in n for n in plain.notices)
+    shm_title = next(e.title.en for e in engine.entries if e.id == "container-shm-too-small")
+    assert shm_title in plain.suggestions
+    # The same log from an NPU job, or a typed question in the channel, is answered.
+    ascend = engine.answer(SHM_LOG + "\n(container started from the MindIE image on an Atlas 800I A2, 8 NPUs)")
+    assert ascend.answered and ascend.results[0].id == "container-shm-too-small"
+    asked = engine.answer("what does 'insufficient shared memory (shm)' mean, how big should --shm-size be?")
+    assert asked.answered and asked.results[0].id == "container-shm-too-small"
+
+
 def test_reply_language_follows_the_query(engine):
     zh = engine.answer("部署的时候报 Socket bind failed 是怎么回事")
     assert zh.lang == "zh"

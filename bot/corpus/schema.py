@@ -110,6 +110,9 @@ class Entry(Strict):
     questions: BilingualPhrases = Field(default_factory=BilingualPhrases)
     keywords: list[NonEmpty] = Field(default_factory=list)
     related: list[EntryId] = Field(default_factory=list)
+    # "general": the problem is not Ascend's own (a small /dev/shm, an extension built for another torch): the
+    # entry answers only when the paste shows it comes from an Ascend / MindIE setup.
+    scope: Literal["ascend", "general"] = "ascend"
 
     @property
     def example_logs(self) -> list[str]:

@@ -44,6 +44,7 @@ GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of 
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
 FOREIGN_PENALTY = 0.4  # confidence kept when the paste is plainly another stack's problem
+GENERAL_PENALTY = 0.45  # confidence kept by a problem any system has, when nothing in the paste is Ascend's
 EXPLAINED_AWAY = 0.5  # confidence kept by unrecognised candidates once a signature explains the error
 SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise, not candidates
 CONSEQUENCE_CAP = 0.3  # signature evidence kept by an entry that sees only echoes of the root error
@@ -70,6 +71,7 @@ class Evidence:
     consequence_only: np.ndarray  # 1 where the entry matches only aftermath or wrapper text
     family: Family | None
     foreign: str | None  # the other stack this paste plainly belongs to, if any (corpus/scope.yaml)
+    in_domain: bool  # the paste names something of MindIE / Ascend
 
 
 @dataclass
@@ -94,6 +96,7 @@ class Engine:
         self.roots = RootFinder(corpus.aftermath)
         self.families = FamilyDetector(corpus.families)
         self.entry_family = np.array([e.family or "" for e in self.entries], dtype=object)
+        self.general = np.array([e.scope == "general" for e in self.entries], dtype=bool)
         self.calibrator = calibrator if calibrator is not None else Calibrator.load()
         self.dense = dense
         warm_up()
@@ -144,6 +147,7 @@ class Engine:
         fused = self.fused(ev, prepared, notices)
         # The calibration was fitted on the hybrid; a retriever alone is reported on its own fused score.
         confidence_of = self.calibrator.confidence(self.features(fused, ev, prepared)) if retriever == "hybrid" else fused
+        confidence_of = self._outside_ascend(confidence_of, ev, prepared, notices)
         order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [
             Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]), "dense": float(ev.dense[i])})
@@ -220,8 +224,10 @@ class Engine:
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
         family = self.families.detect(prepared.lines, prepared.error_lines, analysis, sightings)
-        foreign = self.scope.foreign_label(prepared.text)  # read once: fusion and calibration both use it
-        return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family, foreign)
+        in_domain = self.scope.names_domain(prepared.text)
+        foreign = None if in_domain else self.scope.foreign_label(prepared.text)  # read once: fusion and calibration use it
+        return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family,
+                        foreign, in_domain)
 
     def _weigh_by_root(self, matches: dict[str, EntryMatch], analysis: RootAnalysis) -> tuple[np.ndarray, np.ndarray]:
         """Which entries recognise the root line, and which only echoes of it; an entry that sees only echoes
@@ -293,6 +299,18 @@ class Engine:
             fused = fused * FOREIGN_PENALTY
             notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
         return fused
+
+    def _outside_ascend(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared, notices: list[str]) -> np.ndarray:
+        """A problem any system has (a small /dev/shm, an extension built for another torch) is only ours to
+        diagnose when the paste shows an Ascend setup; otherwise its entry is offered as a suggestion, not an answer.
+        A typed question is asked in the channel about the asker's own (Ascend) setup; a log that shows no trace of
+        Ascend may come from anywhere."""
+        if ev.in_domain or not prepared.is_log or not len(confidence) or not self.general.any():
+            return confidence
+        top = int(np.argmax(confidence))
+        if self.general[top] and confidence[top] >= self.settings.threshold and not ev.foreign:
+            notices.append("nothing in this paste points at Ascend, CANN or MindIE, and this error is not specific to them")
+        return np.where(self.general, confidence * GENERAL_PENALTY, confidence)
 
     def embed(self, text: str) -> np.ndarray:
         return self.dense.embedder.encode([text])[0]

@@ -16,9 +16,14 @@ class ScopeFilter:
         self._foreign = [(rule.label, re2.compile(rule.pattern, options)) for rule in scope.foreign]
         self._domain = [re2.compile(rule.pattern, options) for rule in scope.domain]
 
+    def names_domain(self, text: str) -> bool:
+        """Whether the text names anything of MindIE / Ascend (a product, a package, a chip, a CANN code)."""
+        sample = text[:SCAN_CHARS]
+        return any(p.search(sample) for p in self._domain)
+
     def foreign_label(self, text: str) -> str | None:
         """The label of the other stack this text is about, or None when it is (or may be) MindIE's."""
         sample = text[:SCAN_CHARS]
-        if any(p.search(sample) for p in self._domain):
+        if self.names_domain(sample):
             return None
         return next((label for label, p in self._foreign if p.search(sample)), None)
