@@ -217,6 +217,27 @@ def test_signatures_stay_linear_on_adversarial_lines():
     assert re2.compile(r"(a+)+$").search("a" * 100_000 + "b") is None
 
 
+def test_a_context_signature_counts_only_when_the_paste_names_its_chip():
+    index = SignatureIndex.from_corpus(load_corpus(CORPUS))
+    failure = "RuntimeError: call aclnnFlashAttentionVarLenScore failed, detail:EZ9999: inner error"
+    on_910b = index.match(["running on an Atlas 800I A2 (910B4)", failure])
+    on_duo = index.match(["running on an Atlas 300I Duo", failure])
+    assert "op-or-feature-not-supported-on-310p" not in on_910b
+    match = on_duo["op-or-feature-not-supported-on-310p"]
+    assert [m.line_no for m in match.lines] == [1]
+    # Excerpts (the cause lines of a chain) look for the chip in the whole paste they came from.
+    excerpt = index.match([failure], numbers=[7], whole="Atlas 300I Duo\n...\n" + failure)
+    assert excerpt["op-or-feature-not-supported-on-310p"].lines[0].line_no == 7
+
+
+def test_a_context_pattern_that_does_not_compile_is_named(corpus_copy: Path):
+    path = corpus_copy / "socket-bind-failed.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["signatures"][0]["context"] = ["(?<=lookbehind)x"]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    assert any("signatures.0.context.0: regex does not compile under RE2" in m for m in _messages(corpus_copy))
+
+
 def test_invalid_corpus_stops_the_cli_with_the_same_clear_message(corpus_copy: Path):
     _edit(corpus_copy / "socket-bind-failed.yaml", severity="high")
     env = {"MINDIE_HELP_CORPUS_DIR": str(corpus_copy), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}

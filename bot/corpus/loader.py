@@ -152,6 +152,9 @@ def _check_patterns(entry: Entry, shown: str, problems: list[Problem]) -> None:
     for i, sig in enumerate(entry.signatures):
         if (message := _pattern_problem(sig.pattern)) is not None:
             problems.append(Problem(shown, f"signatures.{i}.pattern", message))
+        for j, pattern in enumerate(sig.context):
+            if (message := _pattern_problem(pattern)) is not None:
+                problems.append(Problem(shown, f"signatures.{i}.context.{j}", message))
 
 
 def _family_problems(table: FamilyTable, shown: str) -> list[Problem]:

@@ -82,6 +82,9 @@ class Signature(Strict):
     role: Literal["root", "consequence"] = "root"
     # Literal texts that must all be on the same line too (FaultDiag's "all of these keywords" triggers).
     also: list[NonEmpty] = Field(default_factory=list)
+    # RE2 patterns that must each match somewhere in the whole paste: a line that means one thing on any card and
+    # another on a chip the paste names (an operator failure on a 300I Duo is most often an operator it lacks).
+    context: list[NonEmpty] = Field(default_factory=list)
 
 
 HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://\S+$")]

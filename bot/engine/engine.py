@@ -208,9 +208,9 @@ class Engine:
         on_root = np.zeros(n, dtype=np.float32)
         consequence_only = np.zeros(n, dtype=np.float32)
         if "signatures" in use:
-            sig_matches = self.signatures.match(prepared.lines)
+            sig_matches = self.signatures.match(prepared.lines, whole=prepared.text)
             self._add_code_matches(sig_matches, sightings)
-            on_root, consequence_only = self._weigh_by_root(sig_matches, analysis)
+            on_root, consequence_only = self._weigh_by_root(sig_matches, analysis, prepared.text)
         sig = np.zeros(n, dtype=np.float32)
         for entry_id, match in sig_matches.items():
             sig[self.position[entry_id]] = match.score
@@ -229,7 +229,7 @@ class Engine:
         return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family,
                         foreign, in_domain)
 
-    def _weigh_by_root(self, matches: dict[str, EntryMatch], analysis: RootAnalysis) -> tuple[np.ndarray, np.ndarray]:
+    def _weigh_by_root(self, matches: dict[str, EntryMatch], analysis: RootAnalysis, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Which entries recognise the root line, and which only echoes of it; an entry that sees only echoes
         (aftermath lines, consequence signatures, the wrapper around a quoted cause) while an earlier root error
         is known keeps at most CONSEQUENCE_CAP of its signature evidence."""
@@ -237,7 +237,7 @@ class Engine:
         on_root = np.zeros(n, dtype=np.float32)
         consequence_only = np.zeros(n, dtype=np.float32)
         cause_lines = sorted(analysis.causes)
-        in_cause = self.signatures.match([analysis.causes[i] for i in cause_lines], numbers=cause_lines) if cause_lines else {}
+        in_cause = self.signatures.match([analysis.causes[i] for i in cause_lines], numbers=cause_lines, whole=text) if cause_lines else {}
         root = analysis.root
         eligible: dict[str, list[LineMatch]] = {}
         for entry_id, match in matches.items():

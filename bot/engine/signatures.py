@@ -10,6 +10,7 @@ from bot.corpus.loader import Corpus, re2_options
 from bot.corpus.schema import Entry
 
 MAX_LINE_CHARS = 8_000  # longer lines are matched on their head; RE2 is linear, this only bounds total work
+CONTEXT_CHARS = 200_000  # a chip or product a context pattern looks for is named early; bound the work
 SET_CHUNK = 512  # patterns per RE2 set: large sets blow the DFA memory budget
 
 
@@ -44,10 +45,12 @@ class SignatureIndex:
         options = re2_options()
         self._patterns: list[tuple[str, float, str, re2._Regexp]] = []
         self._also: list[list[str]] = []
+        self._context: list[list[re2._Regexp]] = []
         for entry in entries:
             for sig in entry.signatures:
                 self._patterns.append((entry.id, sig.weight, sig.role, re2.compile(sig.pattern, options)))
                 self._also.append(list(sig.also))
+                self._context.append([re2.compile(c, options) for c in sig.context])
         self._sets: list[tuple[int, re2.Set]] = []
         for start in range(0, len(self._patterns), SET_CHUNK):
             rset = re2.Set.SearchSet(options)
@@ -63,10 +66,21 @@ class SignatureIndex:
     def __len__(self) -> int:
         return len(self._patterns)
 
-    def match(self, lines: list[str], numbers: list[int] | None = None) -> dict[str, EntryMatch]:
+    def match(self, lines: list[str], numbers: list[int] | None = None, whole: str | None = None) -> dict[str, EntryMatch]:
         """Score each entry by its strongest matching signature; keep the lines and captured values.
-        `numbers` gives each line's number when the lines are excerpts of a longer text."""
+        `numbers` gives each line's number when the lines are excerpts of a longer text, and `whole` the text a
+        signature's `context` is looked for in (default: the lines themselves)."""
         results: dict[str, EntryMatch] = {}
+        seen: dict[str, bool] = {}  # context pattern -> found in the paste, looked up once per call
+
+        def in_paste(rx: re2._Regexp) -> bool:
+            nonlocal whole
+            if rx.pattern not in seen:
+                if whole is None:
+                    whole = "\n".join(lines)
+                seen[rx.pattern] = rx.search(whole[:CONTEXT_CHARS]) is not None
+            return seen[rx.pattern]
+
         for n, line in enumerate(lines):
             line_no = numbers[n] if numbers is not None else n
             if not line.strip():
@@ -77,6 +91,8 @@ class SignatureIndex:
                 for local in hits:
                     entry_id, weight, role, compiled = self._patterns[start + local]
                     if any(text not in line for text in self._also[start + local]):
+                        continue
+                    if not all(in_paste(rx) for rx in self._context[start + local]):
                         continue
                     found = compiled.search(line)
                     captures = {k: v for k, v in (found.groupdict() if found else {}).items() if v}
