@@ -97,6 +97,22 @@ def test_python_chain_root_is_the_first_exception():
     assert analysis.root.text == "KeyError: 'qwen3'"
 
 
+def test_frames_logged_at_error_level_are_not_the_root():
+    """vLLM logs every traceback line with its ERROR prefix: the frame and the code line stay scaffolding."""
+    prefix = "(Worker_DP0_TP7_EP7 pid=2112) ERROR 12-11 09:09:33 [multiproc_executor.py:822] "
+    lines = [
+        "INFO 12-11 09:09:30 [model_runner_v1.py:3100] profiling run",
+        prefix + "Traceback (most recent call last):",
+        prefix + '  File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 3240, in profile_run',
+        prefix + "    hidden_states = hidden_states[logit_indices]",
+        prefix + "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 7; 60.96 GiB total capacity)",
+    ]
+    prepared = prepare("\n".join(lines))
+    analysis = RootFinder(None).analyse(prepared.lines, prepared.error_lines)
+    assert analysis.root.line_no == 4
+    assert analysis.root.text.endswith("60.96 GiB total capacity)")
+
+
 def test_aftermath_patterns_come_from_the_corpus():
     finder = RootFinder(Aftermath(consequences=[ScopeRule(label="launcher", pattern="(?i)ChildFailedError")]))
     prepared = prepare("RuntimeError: HCCL init failed\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: boom")

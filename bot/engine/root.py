@@ -28,6 +28,12 @@ _SCAFFOLD = re2.compile(
     r"E[A-Z0-9]\d{4}:? Inner Error!?\s*$)",
     _OPTIONS,
 )
+# A logger's own prefix (vLLM's "(Worker pid=1) ERROR 12-11 09:09:33 [file.py:822] "): its level says where the line
+# was logged, not that the line is an error, so a traceback frame logged at ERROR stays scaffolding.
+_LOG_PREFIX = re2.compile(
+    r"^\s*(?:\([^)]{1,80}\)\s+)?(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]{1,120}\]\s?",
+    _OPTIONS,
+)
 _EXCEPTION = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))\s*(?::|$)", _OPTIONS)
 _CANN_CODE = re2.compile(r"\bE[A-Z0-9]\d{4}\b", _OPTIONS)
 _REASON = re2.compile(r"(?i)\breason\s*[:=]", _OPTIONS)
@@ -82,12 +88,14 @@ class RootFinder:
             line = lines[i][:MAX_LINE]
             if i in consequences:
                 continue
-            if _SCAFFOLD.search(line):
+            prefix = _LOG_PREFIX.match(line)
+            content = line[prefix.end():] if prefix else line
+            if not content.strip() or _SCAFFOLD.search(content):
                 continue
             nested = _NESTED.search(line)
             if nested:
                 causes[i] = nested.group(1).strip()
-            if _STRONG.search(line) or _EXCEPTION.search(line):
+            if _STRONG.search(content) or _EXCEPTION.search(content):
                 candidates.append(i)
         # The user's own sentences ("运行时报错，...") name the error but are not it: log lines come first.
         logged = [i for i in candidates if not (_CJK.search(lines[i]) and not _TECHNICAL.search(lines[i]))]
