@@ -100,6 +100,7 @@ def test_python_chain_root_is_the_first_exception():
 def test_frames_logged_at_error_level_are_not_the_root():
     """vLLM logs every traceback line with its ERROR prefix: the frame and the code line stay scaffolding."""
     prefix = "(Worker_DP0_TP7_EP7 pid=2112) ERROR 12-11 09:09:33 [multiproc_executor.py:822] "
+    old_prefix = "(VllmWorkerProcess pid=1743) ERROR 03-25 12:50:16 multiproc_worker_utils.py:242] "
     lines = [
         "INFO 12-11 09:09:30 [model_runner_v1.py:3100] profiling run",
         prefix + "Traceback (most recent call last):",
@@ -111,6 +112,8 @@ def test_frames_logged_at_error_level_are_not_the_root():
     analysis = RootFinder(None).analyse(prepared.lines, prepared.error_lines)
     assert analysis.root.line_no == 4
     assert analysis.root.text.endswith("60.96 GiB total capacity)")
+    older = prepare("\n".join(line.replace(prefix, old_prefix) for line in lines))
+    assert RootFinder(None).analyse(older.lines, older.error_lines).root.line_no == 4
 
 
 def test_aftermath_patterns_come_from_the_corpus():

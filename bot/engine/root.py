@@ -28,10 +28,11 @@ _SCAFFOLD = re2.compile(
     r"E[A-Z0-9]\d{4}:? Inner Error!?\s*$)",
     _OPTIONS,
 )
-# A logger's own prefix (vLLM's "(Worker pid=1) ERROR 12-11 09:09:33 [file.py:822] "): its level says where the line
-# was logged, not that the line is an error, so a traceback frame logged at ERROR stays scaffolding.
+# A logger's own prefix (vLLM's "(Worker pid=1) ERROR 12-11 09:09:33 [file.py:822] ", older releases without the
+# "["): its level says where the line was logged, not that the line is an error, so a traceback frame logged at
+# ERROR stays scaffolding.
 _LOG_PREFIX = re2.compile(
-    r"^\s*(?:\([^)]{1,80}\)\s+)?(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]{1,120}\]\s?",
+    r"^\s*(?:\([^)]{1,80}\)\s+)?(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[?[\w./-]{1,120}(?::\d+)?\]\s?",
     _OPTIONS,
 )
 _EXCEPTION = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))\s*(?::|$)", _OPTIONS)
