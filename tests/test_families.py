@@ -25,6 +25,8 @@ def detector() -> FamilyDetector:
         ("启动时 device_id 设成 3 不生效，进程还是跑在 0 卡上", "device"),
         ("pip install 之后 torch 被替换了，vllm 和 vllm-ascend 依赖冲突", "version-mismatch"),
         ("every request with an image kills the worker: OOM on the second card", "npu-memory"),
+        ("does the latest sglang image support DeepSeek V4 yet?", "model-support"),
+        ("两台机器用 mindie 无法启动 Qwen3-235B，实例一直起不来", "model-support"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
@@ -40,7 +42,8 @@ def test_words_about_nothing_in_particular_name_no_family(detector: FamilyDetect
     ("question", "family"),
     [
         ("用 FunASR 在 910B 上做语音识别，效率不如 CPU，有什么要注意的", "performance"),
-        ("Can the Atlas 300V card support MindIE serving at all?", "hardware-support"),
+        ("does the Atlas 300I Pro support LoRA hot swapping in MindIE?", "hardware-support"),
+        ("这个 Fun-ASR-Nano 模型在昇腾上跑不起来，请问是否支持？", "model-support"),
     ],
 )
 def test_a_not_recognised_question_gets_the_family_of_its_words(engine, question: str, family: str) -> None:
