@@ -26,7 +26,7 @@ def detector() -> FamilyDetector:
         ("pip install 之后 torch 被替换了，vllm 和 vllm-ascend 依赖冲突", "version-mismatch"),
         ("every request with an image kills the worker: OOM on the second card", "npu-memory"),
         ("does the latest sglang image support DeepSeek V4 yet?", "model-support"),
-        ("两台机器用 mindie 无法启动 Qwen3-235B，实例一直起不来", "model-support"),
+        ("两台机器用 vllm-ascend 部署 Qwen3-235B，实例一直起不来", "model-support"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
