@@ -26,6 +26,10 @@ def detector() -> FamilyDetector:
         ("pip install 之后 torch 被替换了，vllm 和 vllm-ascend 依赖冲突", "version-mismatch"),
         ("every request with an image kills the worker: OOM on the second card", "npu-memory"),
         ("does the latest sglang image support DeepSeek V4 yet?", "model-support"),
+        ("torch.npu.is_available() returns False when the job runs under ray job submit", "device"),
+        ("qwen2.5-72b 在 910B 上推理结果不符合预期，同样的配置 qwen2-72b 正常", "precision"),
+        ("单卡训练正常，换成多卡就报错 RuntimeError", "hccl"),
+        ("[Installation]: failed to build the custom kernels from source", "python-env"),
         ("两台机器用 vllm-ascend 部署 Qwen3-235B，实例一直起不来", "model-support"),
     ],
 )
