@@ -149,6 +149,17 @@ def test_foreign_stack_is_named_in_a_notice(engine):
     assert any("NVIDIA / CUDA" in n for n in answer.notices)
 
 
+def test_another_vendors_npu_is_not_ascends(engine):
+    # "NPU" alone is Ascend's word here, unless the paste names another vendor's NPU stack.
+    intel = engine.answer("RuntimeError: failed to compile the model for the NPU device\n"
+                          "using openvino 2024.4 on a Core Ultra laptop, what am I missing?")
+    assert not intel.answered
+    assert any("another vendor's NPU" in n for n in intel.notices)
+    assert intel.family is None
+    ported = engine.answer("NPU微调报错 AssertionError: Torch not compiled with CUDA enabled")  # CUDA words on Ascend
+    assert not any("not of MindIE" in n for n in ported.notices)
+
+
 def test_a_broad_match_does_not_outweigh_a_paste_about_another_stack(engine):
     # "curl: (7) ... Connection refused" is a MindIE entry's signature, but here it is the user's nginx
     nginx = engine.answer("curl: (7) Failed to connect to localhost port 8080 after 0 ms: Connection refused\n"

@@ -149,6 +149,11 @@ class ErrorCodeTable(Strict):
 class ScopeRule(Strict):
     label: NonEmpty
     pattern: NonEmpty = Field(description="RE2 regex searched in the whole query")
+    # Domain rules: a weak marker (the bare word "NPU", which Intel, AMD and others use too) is outweighed by a
+    # foreign rule marked `outweighs_weak` (another vendor's NPU stack); a strong one (Ascend, CANN, MindIE...)
+    # outweighs every foreign marker. CUDA words do not outweigh "NPU": code ported from CUDA says "cuda" on Ascend.
+    weak: bool = False
+    outweighs_weak: bool = False
 
 
 class Scope(Strict):

@@ -297,7 +297,7 @@ class Engine:
         # ("curl: (7) ... Connection refused") is as likely the other stack's own.
         if foreign and strongest < 1.0:
             fused = fused * FOREIGN_PENALTY
-            notices.append(f"this looks like a {foreign} problem rather than a MindIE one")
+            notices.append(f"this looks like a problem of {foreign}, not of MindIE or Ascend")
         return fused
 
     def _outside_ascend(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared, notices: list[str]) -> np.ndarray:

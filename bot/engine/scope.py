@@ -14,12 +14,17 @@ class ScopeFilter:
     def __init__(self, scope: Scope):
         options = re2_options()
         self._foreign = [(rule.label, re2.compile(rule.pattern, options)) for rule in scope.foreign]
-        self._domain = [re2.compile(rule.pattern, options) for rule in scope.domain]
+        self._outweighs_weak = [re2.compile(rule.pattern, options) for rule in scope.foreign if rule.outweighs_weak]
+        self._domain = [re2.compile(rule.pattern, options) for rule in scope.domain if not rule.weak]
+        self._weak_domain = [re2.compile(rule.pattern, options) for rule in scope.domain if rule.weak]
 
     def names_domain(self, text: str) -> bool:
-        """Whether the text names anything of MindIE / Ascend (a product, a package, a chip, a CANN code)."""
+        """Whether the text names anything of MindIE / Ascend (a product, a package, a chip, a CANN code), or at
+        least an NPU without naming another vendor's NPU stack."""
         sample = text[:SCAN_CHARS]
-        return any(p.search(sample) for p in self._domain)
+        if any(p.search(sample) for p in self._domain):
+            return True
+        return any(p.search(sample) for p in self._weak_domain) and not any(p.search(sample) for p in self._outweighs_weak)
 
     def foreign_label(self, text: str) -> str | None:
         """The label of the other stack this text is about, or None when it is (or may be) MindIE's."""
