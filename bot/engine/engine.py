@@ -224,8 +224,7 @@ class Engine:
             if readable > 0.0:  # trust the embedding only as far as the model could read the query
                 den = dense_evidence(self.dense.index.scores(self.embed(focus)), self.params) * readable
         family = self.families.detect(prepared.lines, prepared.error_lines, analysis, sightings)
-        in_domain = self.scope.names_domain(prepared.text)
-        foreign = None if in_domain else self.scope.foreign_label(prepared.text)  # read once: fusion and calibration use it
+        in_domain, foreign = self.scope.classify(prepared.text)  # read once: fusion and calibration both use it
         return Evidence(sig_matches, sightings, sig, lex, den, readable, analysis, on_root, consequence_only, family,
                         foreign, in_domain)
 

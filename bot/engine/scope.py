@@ -18,17 +18,17 @@ class ScopeFilter:
         self._domain = [re2.compile(rule.pattern, options) for rule in scope.domain if not rule.weak]
         self._weak_domain = [re2.compile(rule.pattern, options) for rule in scope.domain if rule.weak]
 
-    def names_domain(self, text: str) -> bool:
-        """Whether the text names anything of MindIE / Ascend (a product, a package, a chip, a CANN code), or at
-        least an NPU without naming another vendor's NPU stack."""
+    def classify(self, text: str) -> tuple[bool, str | None]:
+        """Whether the text names anything of MindIE / Ascend (a product, a package, a chip, a CANN code, or at least
+        an NPU without naming another vendor's NPU stack); when it does not, the label of the other stack it plainly
+        belongs to, or None. One pass over each pattern: the engine needs both answers for every query."""
         sample = text[:SCAN_CHARS]
         if any(p.search(sample) for p in self._domain):
-            return True
-        return any(p.search(sample) for p in self._weak_domain) and not any(p.search(sample) for p in self._outweighs_weak)
+            return True, None
+        if any(p.search(sample) for p in self._weak_domain) and not any(p.search(sample) for p in self._outweighs_weak):
+            return True, None
+        return False, next((label for label, p in self._foreign if p.search(sample)), None)
 
     def foreign_label(self, text: str) -> str | None:
         """The label of the other stack this text is about, or None when it is (or may be) MindIE's."""
-        sample = text[:SCAN_CHARS]
-        if self.names_domain(sample):
-            return None
-        return next((label for label, p in self._foreign if p.search(sample)), None)
+        return self.classify(text)[1]
