@@ -13,6 +13,7 @@ import re2
 
 from bot.corpus.loader import re2_options
 from bot.corpus.schema import Aftermath
+from bot.engine.normalize import is_log_line
 
 MAX_LINE = 8_000
 _OPTIONS = re2_options()
@@ -40,6 +41,9 @@ _CANN_CODE = re2.compile(r"\bE[A-Z0-9]\d{4}\b", _OPTIONS)
 _REASON = re2.compile(r"(?i)\breason\s*[:=]", _OPTIONS)
 _CJK = re2.compile(r"[\x{4e00}-\x{9fff}]", _OPTIONS)
 _TECHNICAL = re2.compile(r"[A-Za-z_]\w*(?:Error|Exception)\b|\[ERROR\]|\bERROR\b|\bE[A-Z0-9]\d{4}\b|\bMIE\d{2}|[A-Za-z]{3,}[ _][a-z]+ failed", _OPTIONS)
+# A line pasted from a log or a traceback rather than typed by a person: it opens with an exception (a typed
+# question may name one, but does not start with "RuntimeError: ...") or carries a logger's [ERROR] tag.
+_PASTED = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:|.{0,80}\[(?:ERROR|error|E)\])", _OPTIONS)
 NEAR = 8  # lines after the first error in which a CANN block's "Reason:" still belongs to it
 _STRONG = re2.compile(
     r"(?i)\[ERROR\]|\bERROR\b|\bE[A-Z0-9]\d{4}\b|\bMIE\d{2}E[0-9A-F]{6,7}\b|\bfailed\b|\bfailure\b|\bexception\b|"
@@ -55,6 +59,11 @@ class RootError:
     cause: str  # the innermost cause on that line: the quoted exception of a wrapper, or the whole line
 
     @property
+    def pasted(self) -> bool:
+        """The root line came from a log or a traceback, not from the person's own sentence."""
+        return bool(is_log_line(self.text) or _PASTED.search(self.text[:MAX_LINE]))
+
+    @property
     def focus(self) -> str:
         """What retrieval should read: a wrapper's quoted cause alone (the wrapper's words point elsewhere);
         otherwise the whole line, whose "Reason:" belongs with the message before it."""
@@ -66,6 +75,8 @@ class RootAnalysis:
     root: RootError | None
     consequences: set[int] = field(default_factory=set)  # aftermath lines
     causes: dict[int, str] = field(default_factory=dict)  # line -> the cause quoted inside it
+    # Lines whose quoted text is a CANN block's "Reason:": the message before it is the error itself, not a wrapper.
+    reasoned: set[int] = field(default_factory=set)
 
 
 class RootFinder:
@@ -84,6 +95,7 @@ class RootFinder:
         # Aftermath lines need not look like errors ("main process disappeared!"), so every line is checked.
         consequences = {i for i, line in enumerate(lines) if line.strip() and self.is_consequence(line)}
         causes: dict[int, str] = {}
+        reasoned: set[int] = set()
         candidates: list[int] = []
         for i in error_lines:
             line = lines[i][:MAX_LINE]
@@ -96,12 +108,14 @@ class RootFinder:
             nested = _NESTED.search(line)
             if nested:
                 causes[i] = nested.group(1).strip()
+                if _REASON.search(line):
+                    reasoned.add(i)
             if _STRONG.search(content) or _EXCEPTION.search(content):
                 candidates.append(i)
         # The user's own sentences ("运行时报错，...") name the error but are not it: log lines come first.
         logged = [i for i in candidates if not (_CJK.search(lines[i]) and not _TECHNICAL.search(lines[i]))]
         root = self._pick(lines, logged or candidates, causes)
-        return RootAnalysis(root=root, consequences=consequences, causes=causes)
+        return RootAnalysis(root=root, consequences=consequences, causes=causes, reasoned=reasoned)
 
     @staticmethod
     def _pick(lines: list[str], candidates: list[int], causes: dict[int, str]) -> RootError | None:
