@@ -69,3 +69,11 @@ def test_the_error_lines_name_the_family_before_the_words(engine) -> None:
 def test_another_stacks_paste_gets_no_family(engine) -> None:
     answer = engine.answer("torch.OutOfMemoryError: CUDA out of memory on my RTX 4090, inference is slow and output garbled")
     assert not answer.answered and answer.family is None
+
+
+@pytest.mark.parametrize("text", [
+    "910B上不使用镜像，vllm和vllm-ascend以及CANN版本需要多少可以正常运行啊",
+    "which versions of vllm-ascend and CANN work together on 910B?",
+])
+def test_a_question_about_which_releases_go_together_is_a_version_question(engine, text: str):
+    assert engine.families.from_prose([text]).id == "version-mismatch"
