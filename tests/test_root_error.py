@@ -179,3 +179,19 @@ def test_the_same_gate_leaves_a_recognised_error_and_a_typed_question_alone(engi
 def test_a_root_line_knows_whether_it_was_pasted(line: str, pasted: bool):
     analysis = RootFinder(None).analyse([line], [0])
     assert analysis.root is not None and analysis.root.pasted is pasted
+
+
+@pytest.mark.parametrize("paste, root", [
+    ("When importing torch_npu, I encountered the following error:\nImportError: libhccl.so: cannot open shared object file: No such file or directory",
+     "ImportError: libhccl.so"),
+    ("[Bug]: v0.15.0rc1, server failed to start with mooncake connector\nImportError: ascend_transport.so: cannot open shared object file",
+     "ImportError: ascend_transport.so"),
+    ("报错如下：\n[ERROR] 2025-05-12 16:17:25 model_deploy_config.cpp:102 Failed to deploy",
+     "[ERROR] 2025-05-12"),
+    # A sentence that names the error itself stays the root: it is the user's words for the same line.
+    ("在910b部署时会报错显示AssertionError: Invalid device id\nAssertionError: Invalid device id", "在910b部署"),
+])
+def test_a_sentence_around_the_paste_is_not_the_root(paste: str, root: str):
+    prepared = prepare(paste)
+    analysis = RootFinder(None).analyse(prepared.lines, prepared.error_lines)
+    assert analysis.root is not None and analysis.root.text.startswith(root), analysis.root

@@ -44,6 +44,10 @@ _TECHNICAL = re2.compile(r"[A-Za-z_]\w*(?:Error|Exception)\b|\[ERROR\]|\bERROR\b
 # A line pasted from a log or a traceback rather than typed by a person: it opens with an exception (a typed
 # question may name one, but does not start with "RuntimeError: ...") or carries a logger's [ERROR] tag.
 _PASTED = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:|.{0,80}\[(?:ERROR|error|E)\])", _OPTIONS)
+# "this will produce the following error:", "报错如下：": a sentence that introduces the paste.
+_INTRO = re2.compile(r"[:：]\s*$", _OPTIONS)
+# An issue title as trackers template it: "[Bug]: ...", "[Installation]: ...", "【Ascend 310P】...".
+_TITLE = re2.compile(r"(?i)^\s*(?:\[(?:bug|installation|usage|feature|question|performance|doc|misc|rfc|help)\]|【)", _OPTIONS)
 NEAR = 8  # lines after the first error in which a CANN block's "Reason:" still belongs to it
 _STRONG = re2.compile(
     r"(?i)\[ERROR\]|\bERROR\b|\bE[A-Z0-9]\d{4}\b|\bMIE\d{2}E[0-9A-F]{6,7}\b|\bfailed\b|\bfailure\b|\bexception\b|"
@@ -112,10 +116,18 @@ class RootFinder:
                     reasoned.add(i)
             if _STRONG.search(content) or _EXCEPTION.search(content):
                 candidates.append(i)
-        # The user's own sentences ("运行时报错，...") name the error but are not it: log lines come first.
-        logged = [i for i in candidates if not (_CJK.search(lines[i]) and not _TECHNICAL.search(lines[i]))]
+        # The user's own sentences ("运行时报错，...", "I'm getting this error:", an issue title "[Bug]: ... fails")
+        # name the error but are not it: log lines come first.
+        logged = [i for i in candidates if not self._typed(lines[i][:MAX_LINE])]
         root = self._pick(lines, logged or candidates, causes)
         return RootAnalysis(root=root, consequences=consequences, causes=causes, reasoned=reasoned)
+
+    @staticmethod
+    def _typed(line: str) -> bool:
+        """A sentence the person wrote around the paste, not a line of it."""
+        if _EXCEPTION.search(line) or _TECHNICAL.search(line):
+            return False  # it names the error itself ("...报错 AssertionError: Invalid device id")
+        return bool(_CJK.search(line) or _INTRO.search(line) or _TITLE.search(line))
 
     @staticmethod
     def _pick(lines: list[str], candidates: list[int], causes: dict[int, str]) -> RootError | None:
