@@ -316,12 +316,12 @@ class Engine:
         return np.where(self.general, confidence * GENERAL_PENALTY, confidence)
 
     def _unrecognised(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared, notices: list[str]) -> np.ndarray:
-        """A pasted error that no signature or code recognises is not recognised, however close an entry's prose is.
-        On eight held-out sets, run on the code of their single measurement (275 reports), the answers that rested
-        on prose alone while a pasted report held an error line were right 11 times and wrong 20
-        times; the reply names the family and offers those entries as closest topics instead. A typed one-line
-        question ("the service fails to start, where are the logs?") is still answered from its words: on the
-        FAQ-written sets that is right more than nine times in ten."""
+        """A pasted error that no signature or code recognises is not recognised, however close an entry's prose is. On
+        eight held-out sets, run on the code of their single measurement (275 reports), the answers that rested
+        on prose alone while a pasted report held an error line were right 10 times and wrong 20 times; the
+        reply names the family and offers those entries as closest topics instead. A typed one-line question
+        ("the service fails to start, where are the logs?") is still answered from its words: on the FAQ-written
+        sets that is right more than nine times in ten."""
         root = ev.analysis.root
         if root is None or not len(confidence):
             return confidence
