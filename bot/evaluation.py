@@ -164,6 +164,9 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
         counts["all"] += 1
         counts[case.kind] += 1
         counts["misleads"] += misleads
+        # Misleads split by what they are: a wrong fix for a report whose thread found the cause, an answer to a thread
+        # that never found one (the entry for its exact error, often), an answer to another stack's problem.
+        counts[f"misleads_{case.kind}"] += misleads
         counts["covered"] += covered
         if case.kind == "diagnosable":
             counts["helps"] += helps
@@ -197,6 +200,9 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
         "top3": share("top3", "diagnosable"),
         "helps_covered": share("covered_helps", "covered"),
         "misleads": share("misleads", "all"),
+        "misleads_wrong": share("misleads_diagnosable", "all"),
+        "misleads_unresolved": share("misleads_undiagnosable", "all"),
+        "misleads_offtopic": share("misleads_offtopic", "all"),
         "offtopic_abstention": share("offtopic_abstained", "offtopic"),
         "family_named": share("family_named", "family_evident"),
         "p50_ms": float(np.percentile(lat, 50)),
@@ -246,6 +252,9 @@ def _format_real(block: dict) -> list[str]:
         lines.append(f"| {r['retriever']:<10} | {r['helps']:6.1%} | {r['top3']:6.1%} | {r['helps_covered']:15.1%} | {r['misleads']:8.1%} "
                      f"| {r['offtopic_abstention']:20.1%} | {r['family_named']:12.1%} | {r['p50_ms']:6.1f} | {r['p95_ms']:6.1f} |")
     hybrid = next(r for r in rows if r["retriever"] == "hybrid")
+    lines.append(f"hybrid misleads {hybrid['misleads']:.1%} of all reports = wrong fix for a resolved report "
+                 f"{hybrid['misleads_wrong']:.1%} + an answer to a never-resolved thread {hybrid['misleads_unresolved']:.1%} "
+                 f"+ an answer to an off-topic paste {hybrid['misleads_offtopic']:.1%}")
     lines.append("hybrid per theme (n / helps / misleads / abstained): " + "; ".join(
         f"{theme} {t['n']}/{t.get('helps', 0)}/{t.get('misleads', 0)}/{t.get('abstained', 0)}" for theme, t in hybrid["themes"].items()))
     wrong = [o for o in hybrid["outcomes"] if o["misleads"]]

@@ -122,6 +122,29 @@ def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
     assert "| hybrid" in table and "off-topic abstention" in table
 
 
+def test_eval_on_real_reports_splits_misleads_by_what_they_are(tmp_path: Path):
+    """helps on diagnosable reports; misleads on all reports, split into a wrong fix for a resolved report, an answer to
+    a thread that never found the cause, and an answer to another stack's paste."""
+    def case(n: int, kind: str, query: str, markers: list[str]) -> dict:
+        return {"id": f"r{n}", "url": f"https://example.org/t/{n}", "kind": kind, "theme": "offtopic" if kind == "offtopic" else "t",
+                "family": None, "lang": "en", "query": query, "markers": markers, "resolution": ""}
+    labelled = tmp_path / "realworld-mini.jsonl"
+    labelled.write_text("\n".join(json.dumps(c) for c in [
+        case(1, "diagnosable", LOG, ["lsof"]),                    # the socket-bind entry holds "lsof": helps
+        case(2, "diagnosable", LOG, ["a marker no entry holds"]),  # answered, no marker: a wrong fix
+        case(3, "undiagnosable", LOG, []),                        # answered a never-resolved thread
+        case(4, "offtopic", "午饭吃什么", []),                      # not answered
+    ]))
+    result = runner.invoke(app, ["eval", "--set", str(labelled), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    hybrid = next(r for r in json.loads(result.stdout)["sets"][0]["rows"] if r["retriever"] == "hybrid")
+    assert hybrid["helps"] == 0.5 and hybrid["misleads"] == 0.5
+    assert (hybrid["misleads_wrong"], hybrid["misleads_unresolved"], hybrid["misleads_offtopic"]) == (0.25, 0.25, 0.0)
+    assert hybrid["offtopic_abstention"] == 1.0
+    table = runner.invoke(app, ["eval", "--set", str(labelled)]).stdout
+    assert "wrong fix for a resolved report 25.0%" in table and "never-resolved thread 25.0%" in table
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot read"),
     (b'{"id": "1", "kind": "log", "query": "x"}\n{broken\n', "bad.jsonl:2: line: Invalid JSON"),

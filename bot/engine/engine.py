@@ -325,7 +325,7 @@ class Engine:
         root = ev.analysis.root
         if root is None or not len(confidence):
             return confidence
-        if not (root.pasted or prepared.is_log or sum(1 for line in prepared.lines if line.strip()) >= 2):
+        if not (root.pasted or prepared.is_log or _lines_at_least(prepared.lines, 2)):
             return confidence
         known = ev.signatures >= KNOWN_SIGNATURE
         ceiling = UNRECOGNISED_SHARE * self.settings.threshold
@@ -440,6 +440,17 @@ def source_url(source: str) -> str | None:
             number = word[4:]
             return INSTALL_FAQ_URL if number.isdigit() and int(number) >= 39 else FAQ_URL
     return urls[0] if urls else None
+
+
+def _lines_at_least(lines: list[str], count: int) -> bool:
+    """Whether at least `count` lines hold text (stops counting there: a pasted log can have a million lines)."""
+    seen = 0
+    for line in lines:
+        if line.strip():
+            seen += 1
+            if seen >= count:
+                return True
+    return False
 
 
 def _templates(commands: list[Command], lang: str) -> list[str]:
