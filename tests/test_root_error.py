@@ -157,6 +157,10 @@ def test_an_unrecognised_pasted_error_is_not_answered_from_prose(engine):
     assert answer.root is not None and "hcclCommInintRootConfig" in answer.root.text
     assert answer.family is not None and answer.family.id == "hccl" and answer.family.triage
     assert answer.candidates[0] == "hccl-comm-init-failed" and answer.suggestions
+    # The nearest entry is offered whole, for the person to read, with its own (low) confidence.
+    assert answer.closest is not None and answer.closest.id == "hccl-comm-init-failed"
+    assert answer.closest.confidence < engine.settings.threshold and answer.closest.fix_steps
+    assert answer.contract()["closest"]["id"] == "hccl-comm-init-failed"
 
 
 def test_the_same_gate_leaves_a_recognised_error_and_a_typed_question_alone(engine):

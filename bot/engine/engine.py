@@ -167,6 +167,13 @@ class Engine:
                 for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
         closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
         suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
+        # Not recognised, the closest entry is still worth a click: shown in full on request, labelled as a topic to
+        # read, never as the diagnosis (its confidence stays what it is, under the threshold).
+        nearest = None
+        if not answered and closest and not ev.foreign:
+            i = closest[0]
+            nearest = self._hit(Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]),
+                                                                       "dense": float(ev.dense[i])}), ev.sig_matches, prepared, lang, facts)
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
         # lines name none and the error is not recognised.
@@ -181,6 +188,7 @@ class Engine:
             confidence=round(confidence, 4),
             results=hits,
             suggestions=suggestions,
+            closest=nearest,
             candidates=[self.entries[s.position].id for s in scored],
             error_codes=[self._code_out(s, lang) for s in ev.sightings],
             notices=notices,

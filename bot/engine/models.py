@@ -83,6 +83,7 @@ class Answer(Out):
     confidence: float = Field(ge=0.0, le=1.0)
     results: list[Hit]
     suggestions: list[str] = Field(default_factory=list, description="closest topic titles when abstaining")
+    closest: Hit | None = Field(None, description="when not recognised: the closest entry in full, offered as a topic to read, not as a diagnosis")
     candidates: list[str] = Field(default_factory=list, description="entry ids ranked first, answered or not")
     error_codes: list[CodeOut] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list, description="e.g. input truncated, dense retriever unavailable")
@@ -114,6 +115,8 @@ class Answer(Out):
                 for h in self.results
             ],
             "suggestions": self.suggestions,
+            "closest": {"id": self.closest.id, "title": self.closest.title, "confidence": self.closest.confidence,
+                        "fix": self.closest.fix, "commands": self.closest.commands} if self.closest else None,
             "error_codes": [c.model_dump() for c in self.error_codes],
             "notices": self.notices,
             "root": self.root.model_dump() if self.root else None,

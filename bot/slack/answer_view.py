@@ -273,7 +273,7 @@ def render_answer(
 ) -> Rendered:
     """The first message: answer first, within FIRST_MESSAGE_CHARS; or the short not-recognised reply."""
     if not answer.answered or not answer.results:
-        return render_abstain(answer, escalate_value=escalate_value, extra_notes=extra_notes)
+        return render_abstain(answer, escalate_value=escalate_value, extra_notes=extra_notes, details_value=details_value)
     lang = answer.lang
     head: list[dict[str, Any]] = []
     if shared_by:  # a shared slash answer restates the question it answers
@@ -337,16 +337,19 @@ def render_details(answer: Answer, *, extra_notes: list[str] | None = None) -> R
 
 
 def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = None, extra_notes: list[str] | None = None,
-                   full: bool = False) -> Rendered:
+                   full: bool = False, details_value: dict[str, Any] | None = None) -> Rendered:
     """The honest "not recognised" reply, short: the line taken for the root error, what its code means, the
-    family's first steps and commands, the closest topics on one line, and *Ask a human*. `full` (details)
-    gives every triage step and command. An environment dump gets the environment check instead."""
+    family's first steps and commands, the closest topics on one line, *Closest topic* (the nearest entry in full,
+    on request) and *Ask a human*. `full` (details) gives every triage step and command, then that closest entry,
+    labelled as a lead and not a diagnosis. An environment dump gets the environment check instead."""
     lang = answer.lang
     if answer.environment is not None and answer.environment.only:
         return render_environment(answer, escalate_value=escalate_value, extra_notes=extra_notes)
-    tail = _human_button(lang, escalate_value)
+    tail = _abstain_buttons(lang, escalate_value, details_value if answer.closest is not None else None)
     if full:
         blocks = _abstain_blocks(answer, extra_notes, full=True, step_chars=2_000, n_steps=99, n_commands=12)
+        if answer.closest is not None:
+            blocks += _closest_blocks(answer.closest, lang)
         return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
     for step_chars, n_steps, n_commands in ((MAX_STEP_CHARS, 3, 2), (200, 3, 1), (160, 2, 1), (120, 1, 1)):
         blocks = _abstain_blocks(answer, extra_notes, full=False, step_chars=step_chars, n_steps=n_steps, n_commands=n_commands)
@@ -390,6 +393,33 @@ def _human_button(lang: str, escalate_value: dict[str, Any] | None) -> list[dict
     if escalate_value is None:
         return []
     return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]}]
+
+
+def _abstain_buttons(lang: str, escalate_value: dict[str, Any] | None, details_value: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A not-recognised reply's buttons: *Closest topic* when there is one worth reading, and *Ask a human*."""
+    if details_value is None:
+        return _human_button(lang, escalate_value)
+    elements = [button(label(lang, "closest_button"), ACTION_DETAILS, details_value)]
+    if escalate_value is not None:
+        elements.append(button(label(lang, "human"), ACTION_ESCALATE, escalate_value))
+    return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": elements}]
+
+
+def _closest_blocks(hit: Hit, lang: str) -> list[dict[str, Any]]:
+    """The nearest entry of a not-recognised paste, whole, under a title that says it is a lead, not the answer."""
+    blocks: list[dict[str, Any]] = [{"type": "divider"}, section(f"*{esc(label(lang, 'closest_title', title=hit.title))}*"),
+                                    context(esc(label(lang, "closest_note")))]
+    blocks.append(section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}"))
+    steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
+    if steps:
+        blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
+    commands, _shown = command_lines(hit.command_details, 8, explain=True)
+    if commands:
+        blocks.append(section(f"*{label(lang, 'commands')}*\n" + "\n".join(commands)))
+    source = source_line(hit, lang)
+    if source:
+        blocks.append(context(clip_mrkdwn(source, 600)))
+    return blocks
 
 
 def _environment(answer: Answer) -> list[dict[str, Any]]:

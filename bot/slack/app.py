@@ -348,7 +348,7 @@ class SlackBot:
         button's own digest of the question on a replica that never saw it."""
         lang = answer.lang
         details = None
-        if answer.answered and answer.results:
+        if (answer.answered and answer.results) or answer.closest is not None:
             key = uuid.uuid4().hex[:16]
             self.details.set(key, (answer, fp))
             details = {"k": key, "q": question_digest(query, answer), "l": lang}

@@ -110,6 +110,27 @@ def test_show_details_gives_the_rest_to_whoever_clicked_even_on_another_replica(
     assert "socket-bind-failed" in json.dumps(again.params["blocks"])
 
 
+def test_a_not_recognised_paste_offers_its_closest_topic_as_a_lead_not_an_answer(harness):
+    """A real report whose HCCL error no signature knows: the reply says "not recognised" and names the family; the
+    nearest entry is one click away, under a title that says it is not a diagnosis."""
+    from pathlib import Path
+
+    fake = harness.fake
+    log = (Path(__file__).parent.parent / "data" / "real_logs" / "hccl-init-unrecognised.log").read_text(encoding="utf-8")
+    post = _first_post(harness, log, "1700002035.000100")
+    shown = _shown(post.blocks)
+    assert "未识别" in shown and "HCCL" in shown  # the person wrote Chinese: the reply is Chinese
+    buttons = find_buttons(post.blocks)
+    assert set(buttons) == {bk.ACTION_DETAILS, bk.ACTION_ESCALATE}  # no votes, no Resolved: nothing was answered
+    assert "最接近的主题" in buttons[bk.ACTION_DETAILS]["text"]["text"]
+    harness.click(buttons[bk.ACTION_DETAILS], "closest-1", thread_ts="1700002035.000100")
+    lead = fake.wait_for(lambda: fake.responses("closest-1"))[0]
+    assert lead.params["response_type"] == "ephemeral"
+    text = json.dumps(lead.params["blocks"], ensure_ascii=False)
+    assert "最接近的主题（不是诊断）：HcclCommInitRootInfo" in text and "线索" in text
+    assert "HCCL_CONNECT_TIMEOUT" in text  # the family's triage comes first, in full
+
+
 def test_resolved_is_stored_and_replaces_the_button(harness):
     fake = harness.fake
     post = _first_post(harness, SOCKET_LOG, "1700002040.000100")
