@@ -153,10 +153,7 @@ class Engine:
         if retriever == "hybrid":
             confidence_of = self._unrecognised(confidence_of, ev, prepared, notices)
         order, distinct = self._order(confidence_of, ev.sig_matches)
-        scored = [
-            Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]), "dense": float(ev.dense[i])})
-            for i in order[:top_k]
-        ]
+        scored = [_scored(i, confidence_of, ev) for i in order[:top_k]]
         confidence = max((s.confidence for s in scored), default=0.0)
         answered = bool(scored) and confidence >= self.settings.threshold
         lang = reply_lang
@@ -171,9 +168,7 @@ class Engine:
         # read, never as the diagnosis (its confidence stays what it is, under the threshold).
         nearest = None
         if not answered and closest and not ev.foreign:
-            i = closest[0]
-            nearest = self._hit(Scored(i, float(confidence_of[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]),
-                                                                       "dense": float(ev.dense[i])}), ev.sig_matches, prepared, lang, facts)
+            nearest = self._hit(_scored(closest[0], confidence_of, ev), ev.sig_matches, prepared, lang, facts)
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
         # lines name none and the error is not recognised.
@@ -448,6 +443,13 @@ def source_url(source: str) -> str | None:
             number = word[4:]
             return INSTALL_FAQ_URL if number.isdigit() and int(number) >= 39 else FAQ_URL
     return urls[0] if urls else None
+
+
+def _scored(position: int, confidence: np.ndarray, ev: Evidence) -> Scored:
+    """One entry's confidence with each retriever's evidence for it (shown as "why" in the reply)."""
+    i = int(position)
+    return Scored(i, float(confidence[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]),
+                                            "dense": float(ev.dense[i])})
 
 
 def _lines_at_least(lines: list[str], count: int) -> bool:

@@ -312,13 +312,8 @@ def render_details(answer: Answer, *, extra_notes: list[str] | None = None) -> R
         quoted = [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:3]]
         if quoted:
             blocks.append(section(f"*{label(lang, 'recognised')}*\n" + "\n".join(quoted)))
-        blocks.append(section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}"))
-        steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
-        if steps:
-            blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
-        commands, shown = command_lines(hit.command_details, 12, explain=True)
-        if commands:
-            blocks.append(section(f"*{label(lang, 'commands')}*\n" + "\n".join(commands)))
+        body, shown = _entry_body(hit, lang, n_commands=12)
+        blocks += body
         hints = replace_hints(shown, lang)
         source = source_line(hit, lang)
         extra = hints + ([source] if source else []) + ([label(lang, "source_text", text=esc(clip(hit.source, 400)))] if hit.source else [])
@@ -405,17 +400,23 @@ def _abstain_buttons(lang: str, escalate_value: dict[str, Any] | None, details_v
     return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": elements}]
 
 
+def _entry_body(hit: Hit, lang: str, *, n_commands: int) -> tuple[list[dict[str, Any]], list[CommandOut]]:
+    """An entry's cause, every fix step and its commands with their explanations; also the commands shown."""
+    blocks = [section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}")]
+    steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
+    if steps:
+        blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
+    commands, shown = command_lines(hit.command_details, n_commands, explain=True)
+    if commands:
+        blocks.append(section(f"*{label(lang, 'commands')}*\n" + "\n".join(commands)))
+    return blocks, shown
+
+
 def _closest_blocks(hit: Hit, lang: str) -> list[dict[str, Any]]:
     """The nearest entry of a not-recognised paste, whole, under a title that says it is a lead, not the answer."""
     blocks: list[dict[str, Any]] = [{"type": "divider"}, section(f"*{esc(label(lang, 'closest_title', title=hit.title))}*"),
                                     context(esc(label(lang, "closest_note")))]
-    blocks.append(section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}"))
-    steps = [f"{i}. {prose(step)}" for i, step in enumerate(_steps(hit), 1)]
-    if steps:
-        blocks.append(section(f"*{label(lang, 'fix')}*\n" + "\n".join(steps)))
-    commands, _shown = command_lines(hit.command_details, 8, explain=True)
-    if commands:
-        blocks.append(section(f"*{label(lang, 'commands')}*\n" + "\n".join(commands)))
+    blocks += _entry_body(hit, lang, n_commands=8)[0]
     source = source_line(hit, lang)
     if source:
         blocks.append(context(clip_mrkdwn(source, 600)))
