@@ -133,7 +133,8 @@ def test_a_cann_reason_line_is_the_error_itself_not_a_wrapper(engine):
     ev = engine.evidence(prepared, {"signatures", "lexical", "dense"})
     assert ev.signatures[engine.position["hccl-connect-timeout-ei0006"]] == pytest.approx(1.0)
     answer = engine.answer(log)
-    assert answer.answered and answer.results[0].id == "hccl-connect-timeout-ei0006"
+    # EI0006 is recognised; its causes vary (a late peer, a wrong IP, TLS), so the entry is its triage, not the fix.
+    assert not answer.answered and answer.recognised is not None and answer.recognised.id == "hccl-connect-timeout-ei0006"
 
 
 def test_a_wrapper_line_still_counts_as_a_wrapper():
@@ -164,9 +165,10 @@ def test_an_unrecognised_pasted_error_is_not_answered_from_prose(engine):
 
 
 def test_the_same_gate_leaves_a_recognised_error_and_a_typed_question_alone(engine):
-    known = "RuntimeError: HCCL function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, config, &comm), error code is 7\nrank 1 exits"
+    known = "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total capacity)\nrank 1 exits"
     answer = engine.answer(known)
-    assert answer.answered and answer.results[0].id == "hccl-comm-init-failed"
+    assert answer.answered and answer.results[0].id == "npu-out-of-memory"
+    assert not any("no line of this paste" in n for n in answer.notices)
     # One typed line is matched on its words: on the FAQ-written sets that is right more than nine times in ten.
     typed = engine.answer("HCCL comm init failed when starting vllm-ascend on two nodes, how do I fix it?")
     assert typed.answered and engine.entries[engine.position[typed.results[0].id]].family == "hccl"

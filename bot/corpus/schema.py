@@ -116,6 +116,10 @@ class Entry(Strict):
     # "general": the problem is not Ascend's own (a small /dev/shm, an extension built for another torch): the
     # entry answers only when the paste shows it comes from an Ascend / MindIE setup.
     scope: Literal["ascend", "general"] = "ascend"
+    # "triage": the error line names a symptom that many causes share (an AI Core exception, a collective that
+    # timed out, a wrapper's return code); the line alone cannot say which. On a pasted report the entry is
+    # shown as the recognised error with its first steps, never as the diagnosis of its cause.
+    triage: bool = False
 
     @property
     def example_logs(self) -> list[str]:

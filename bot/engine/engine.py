@@ -50,6 +50,7 @@ SECONDARY_FLOOR = 0.5  # runners-up below this share of the threshold are noise,
 CONSEQUENCE_CAP = 0.3  # signature evidence kept by an entry that sees only echoes of the root error
 KNOWN_SIGNATURE = 0.5  # a signature at least this strong on a line of the paste recognises the error (0.3 = an echo)
 UNRECOGNISED_SHARE = 0.99  # the highest confidence, as a share of the threshold, of an entry that does not know the pasted error
+TRIAGE_SHARE = 0.995  # the same for a triage entry that recognised it: under the threshold, above the unrecognised ones
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Engine:
         self.families = FamilyDetector(corpus.families)
         self.entry_family = np.array([e.family or "" for e in self.entries], dtype=object)
         self.general = np.array([e.scope == "general" for e in self.entries], dtype=bool)
+        self.triage = np.array([e.triage for e in self.entries], dtype=bool)
         self.calibrator = calibrator if calibrator is not None else Calibrator.load()
         self.dense = dense
         warm_up()
@@ -152,6 +154,7 @@ class Engine:
         confidence_of = self._outside_ascend(confidence_of, ev, prepared, notices)
         if retriever == "hybrid":
             confidence_of = self._unrecognised(confidence_of, ev, prepared, notices)
+            confidence_of = self._triage_only(confidence_of, ev, prepared)
         order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [_scored(i, confidence_of, ev) for i in order[:top_k]]
         confidence = max((s.confidence for s in scored), default=0.0)
@@ -166,9 +169,11 @@ class Engine:
         suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
         # Not recognised, the closest entry is still worth a click: shown in full on request, labelled as a topic to
         # read, never as the diagnosis (its confidence stays what it is, under the threshold).
-        nearest = None
+        nearest = recognised = None
         if not answered and closest and not ev.foreign:
             nearest = self._hit(_scored(closest[0], confidence_of, ev), ev.sig_matches, prepared, lang, facts)
+            if self._recognises_symptom(closest[0], ev, prepared):
+                recognised = nearest  # the renderers say it is a triage, not a diagnosis
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
         # lines name none and the error is not recognised.
@@ -184,6 +189,7 @@ class Engine:
             results=hits,
             suggestions=suggestions,
             closest=nearest,
+            recognised=recognised,
             candidates=[self.entries[s.position].id for s in scored],
             error_codes=[self._code_out(s, lang) for s in ev.sightings],
             notices=notices,
@@ -325,10 +331,7 @@ class Engine:
         reply names the family and offers those entries as closest topics instead. A typed one-line question
         ("the service fails to start, where are the logs?") is still answered from its words: on the FAQ-written
         sets that is right more than nine times in ten."""
-        root = ev.analysis.root
-        if root is None or not len(confidence):
-            return confidence
-        if not (root.pasted or prepared.is_log or _lines_at_least(prepared.lines, 2)):
+        if not len(confidence) or not _pasted_report(ev, prepared):
             return confidence
         known = ev.signatures >= KNOWN_SIGNATURE
         ceiling = UNRECOGNISED_SHARE * self.settings.threshold
@@ -339,6 +342,20 @@ class Engine:
         if highest < ceiling:
             return confidence
         return np.where(known, confidence, confidence * (ceiling / highest))  # order kept: they stay suggestions
+
+    def _triage_only(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared) -> np.ndarray:
+        """An entry marked `triage` (an AI Core exception, a collective that timed out, a wrapper's return code)
+        recognises the symptom, not its cause: on a pasted report it stays under the threshold, and the reply
+        offers it as the recognised error's first steps (`recognised`). On the twelve development real sets this
+        turned 10 confident answers to never-resolved threads into triage replies and cost 6 helps (of 294); the
+        FAQ-written sets did not change. A typed one-line question about the error is answered as usual."""
+        if not len(confidence) or not self.triage.any() or not _pasted(ev, prepared):
+            return confidence
+        return np.where(self.triage, np.minimum(confidence, TRIAGE_SHARE * self.settings.threshold), confidence)
+
+    def _recognises_symptom(self, position: int, ev: "Evidence", prepared: Prepared) -> bool:
+        """Whether the nearest entry is a triage entry whose signature or code recognised a line of this paste."""
+        return bool(self.triage[position]) and float(ev.signatures[position]) >= KNOWN_SIGNATURE and _pasted(ev, prepared)
 
     def embed(self, text: str) -> np.ndarray:
         return self.dense.embedder.encode([text])[0]
@@ -356,8 +373,10 @@ class Engine:
 
     def _order(self, confidence: np.ndarray, sig_matches: dict[str, EntryMatch]) -> tuple[list[int], set[int]]:
         """Distinct errors recognised by strong signatures come first, in the order they occur in the log;
-        everything else follows by confidence. Also returns those distinct errors' positions."""
-        strong = [m for m in sig_matches.values() if m.score >= STRONG_SIGNATURE]
+        everything else follows by confidence. Also returns those distinct errors' positions. An error the reply
+        cannot answer with confidence (a triage entry on a paste) does not lead as one of them."""
+        strong = [m for m in sig_matches.values()
+                  if m.score >= STRONG_SIGNATURE and confidence[self.position[m.entry_id]] >= self.settings.threshold]
         strong.sort(key=lambda m: (-m.score, m.first_line))
         distinct: list[EntryMatch] = []
         claimed: set[int] = set()
@@ -450,6 +469,19 @@ def _scored(position: int, confidence: np.ndarray, ev: Evidence) -> Scored:
     i = int(position)
     return Scored(i, float(confidence[i]), {"signatures": float(ev.signatures[i]), "lexical": float(ev.lexical[i]),
                                             "dense": float(ev.dense[i])})
+
+
+def _pasted_report(ev: Evidence, prepared: Prepared) -> bool:
+    """A report pasted from a run (a log, a traceback, an error line, several lines) rather than a typed one-line
+    question: it has a root error line and reads as output, not as a sentence."""
+    root = ev.analysis.root
+    return root is not None and (root.pasted or prepared.is_log or _lines_at_least(prepared.lines, 2))
+
+
+def _pasted(ev: Evidence, prepared: Prepared) -> bool:
+    """Text pasted from a run, with or without a root error line (a paste of aftermath lines alone has none)."""
+    root = ev.analysis.root
+    return (root is not None and root.pasted) or prepared.is_log or _lines_at_least(prepared.lines, 2)
 
 
 def _lines_at_least(lines: list[str], count: int) -> bool:

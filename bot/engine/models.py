@@ -84,6 +84,7 @@ class Answer(Out):
     results: list[Hit]
     suggestions: list[str] = Field(default_factory=list, description="closest topic titles when abstaining")
     closest: Hit | None = Field(None, description="when not recognised: the closest entry in full, offered as a topic to read, not as a diagnosis")
+    recognised: Hit | None = Field(None, description="when not answered: the pasted error recognised by an entry whose cause varies (triage), shown as first steps, not as a diagnosis")
     candidates: list[str] = Field(default_factory=list, description="entry ids ranked first, answered or not")
     error_codes: list[CodeOut] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list, description="e.g. input truncated, dense retriever unavailable")
@@ -117,6 +118,9 @@ class Answer(Out):
             "suggestions": self.suggestions,
             "closest": {"id": self.closest.id, "title": self.closest.title, "confidence": self.closest.confidence,
                         "fix": self.closest.fix, "commands": self.closest.commands} if self.closest else None,
+            "recognised": {"id": self.recognised.id, "title": self.recognised.title, "confidence": self.recognised.confidence,
+                           "matched": self.recognised.matched, "cause": self.recognised.cause, "fix": self.recognised.fix,
+                           "commands": self.recognised.commands} if self.recognised else None,
             "error_codes": [c.model_dump() for c in self.error_codes],
             "notices": self.notices,
             "root": self.root.model_dump() if self.root else None,

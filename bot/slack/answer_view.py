@@ -340,10 +340,11 @@ def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = No
     lang = answer.lang
     if answer.environment is not None and answer.environment.only:
         return render_environment(answer, escalate_value=escalate_value, extra_notes=extra_notes)
-    tail = _abstain_buttons(lang, escalate_value, details_value if answer.closest is not None else None)
+    tail = _abstain_buttons(lang, escalate_value, details_value if answer.closest is not None else None,
+                            recognised=answer.recognised is not None)
     if full:
         blocks = _abstain_blocks(answer, extra_notes, full=True, step_chars=2_000, n_steps=99, n_commands=12)
-        if answer.closest is not None:
+        if answer.closest is not None and answer.recognised is None:  # a recognised error's steps are already there
             blocks += _closest_blocks(answer.closest, lang)
         return Rendered(text=fallback_text(answer), blocks=enforce_limits(blocks, lang, tail=tail))
     for step_chars, n_steps, n_commands in ((MAX_STEP_CHARS, 3, 2), (200, 3, 1), (160, 2, 1), (120, 1, 1)):
@@ -356,6 +357,8 @@ def render_abstain(answer: Answer, *, escalate_value: dict[str, Any] | None = No
 def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool, step_chars: int, n_steps: int,
                     n_commands: int) -> list[dict[str, Any]]:
     lang = answer.lang
+    if answer.recognised is not None:
+        return _symptom_blocks(answer, extra_notes, full=full, step_chars=step_chars, n_steps=n_steps, n_commands=n_commands)
     if _asks_about_a_code(answer):  # its meaning first
         lines = code_lines(answer) + [f"*{label(lang, 'code_known')}*"]
     else:
@@ -383,6 +386,34 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     return blocks
 
 
+def _symptom_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool, step_chars: int, n_steps: int,
+                    n_commands: int) -> list[dict[str, Any]]:
+    """A recognised error whose cause varies (a triage entry): its name and line, what the code means, and its first
+    steps and commands under "First steps", said plainly to be a triage and not a fix."""
+    lang = answer.lang
+    hit = answer.recognised
+    assert hit is not None
+    lines = [f"*{esc(label(lang, 'symptom_title', title=hit.title))}*"]
+    lines += [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:2]]
+    lines += code_lines(answer)
+    blocks: list[dict[str, Any]] = [section("\n".join(lines))]
+    if full:
+        blocks.append(section(f"*{label(lang, 'cause')}*\n{prose(hit.cause)}"))
+    text = [f"*{label(lang, 'triage')}*"]
+    text += [f"{i}. {prose(clip(step, step_chars))}" for i, step in enumerate(_steps(hit)[:n_steps], 1)]
+    command_text, commands = command_lines(hit.command_details, n_commands, explain=full)
+    blocks.append(section("\n".join(text + command_text)))
+    notes = [esc(label(lang, "symptom_note"))] + replace_hints(commands, lang)
+    source = source_line(hit, lang)
+    if source:
+        notes.append(source)
+    notes += [esc(n) for n in answer.notices[:2]] + list(extra_notes or [])[:3]
+    blocks.append(context(*[clip_mrkdwn(n, 400) for n in notes[:8]]))
+    if full:
+        blocks.extend(_environment(answer))
+    return blocks
+
+
 def _human_button(lang: str, escalate_value: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The actions block of a reply that has only *Ask a human* (not recognised, environment dump)."""
     if escalate_value is None:
@@ -390,11 +421,13 @@ def _human_button(lang: str, escalate_value: dict[str, Any] | None) -> list[dict
     return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": [button(label(lang, "human"), ACTION_ESCALATE, escalate_value)]}]
 
 
-def _abstain_buttons(lang: str, escalate_value: dict[str, Any] | None, details_value: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """A not-recognised reply's buttons: *Closest topic* when there is one worth reading, and *Ask a human*."""
+def _abstain_buttons(lang: str, escalate_value: dict[str, Any] | None, details_value: dict[str, Any] | None,
+                     recognised: bool = False) -> list[dict[str, Any]]:
+    """A not-recognised reply's buttons: *Closest topic* when there is one worth reading (*Show details* for a
+    recognised error's remaining steps), and *Ask a human*."""
     if details_value is None:
         return _human_button(lang, escalate_value)
-    elements = [button(label(lang, "closest_button"), ACTION_DETAILS, details_value)]
+    elements = [button(label(lang, "details" if recognised else "closest_button"), ACTION_DETAILS, details_value)]
     if escalate_value is not None:
         elements.append(button(label(lang, "human"), ACTION_ESCALATE, escalate_value))
     return [{"type": "actions", "block_id": BLOCK_ACTIONS_ID, "elements": elements}]
@@ -452,6 +485,11 @@ def render_environment(answer: Answer, *, escalate_value: dict[str, Any] | None 
 def fallback_text(answer: Answer) -> str:
     """The top-level `text` (notifications, clients without blocks): short, answer first, escaped like the blocks."""
     lang = answer.lang
+    if not answer.answered and answer.recognised is not None:
+        hit = answer.recognised
+        lines = [esc(label(lang, "symptom_title", title=hit.title)), esc(label(lang, "symptom_note"))]
+        lines.append(" ".join(f"{i}. {prose(s)}" for i, s in enumerate(_steps(hit)[:2], 1)))
+        return clip_escaped("\n".join(lines), MAX_FALLBACK)
     if not answer.answered or not answer.results:
         lines = [label(lang, "code_known" if _asks_about_a_code(answer) else
                        "not_recognised" if answer.root or answer.family else "no_match")]

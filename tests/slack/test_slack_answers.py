@@ -131,6 +131,28 @@ def test_a_not_recognised_paste_offers_its_closest_topic_as_a_lead_not_an_answer
     assert "HCCL_CONNECT_TIMEOUT" in text  # the family's triage comes first, in full
 
 
+def test_a_recognised_symptom_is_first_steps_not_a_fix(harness):
+    """An AI CPU exception has many causes: the reply names it and quotes its line, gives its first steps under a note
+    that they are not a fix, and *Show details* gives the rest (cause, every step) to whoever clicked."""
+    fake = harness.fake
+    paste = ("RuntimeError: ACL stream synchronize failed, error code:507018\n"
+             "[ERROR] RUNTIME(1234,python):2025-03-01-10:00:00.000.000 [aicpu exception] Aicpu kernel execute failed")
+    post = _first_post(harness, paste, "1700002037.000100")
+    shown = _shown(post.blocks)
+    assert post.blocks[0]["text"]["text"].startswith("*Recognised, cause not determined: AI CPU operator failed")
+    assert "not a fix" in shown and "First steps" in shown and "Aicpu kernel execute failed" in shown
+    assert "```export ASCEND_LAUNCH_BLOCKING=1```" in shown or "```grep" in shown
+    buttons = find_buttons(post.blocks)
+    assert set(buttons) == {bk.ACTION_DETAILS, bk.ACTION_ESCALATE}  # no votes, no Resolved: nothing was diagnosed
+    assert buttons[bk.ACTION_DETAILS]["text"]["text"] == "Show details"
+    assert views.text_size(post.blocks) <= views.FIRST_MESSAGE_CHARS
+    harness.click(buttons[bk.ACTION_DETAILS], "symptom-1", thread_ts="1700002037.000100")
+    rest = fake.wait_for(lambda: fake.responses("symptom-1"))[0]
+    text = json.dumps(rest.params["blocks"], ensure_ascii=False)
+    assert rest.params["response_type"] == "ephemeral"
+    assert "*Cause*" in text and "Closest topic, not a diagnosis" not in text
+
+
 def test_resolved_is_stored_and_replaces_the_button(harness):
     fake = harness.fake
     post = _first_post(harness, SOCKET_LOG, "1700002040.000100")
