@@ -201,3 +201,27 @@ def test_a_sentence_around_the_paste_is_not_the_root(paste: str, root: str):
     prepared = prepare(paste)
     analysis = RootFinder(None).analyse(prepared.lines, prepared.error_lines)
     assert analysis.root is not None and analysis.root.text.startswith(root), analysis.root
+
+
+def test_a_traceback_flattened_onto_one_line_is_read_from_its_exception():
+    """Pasted from a web page, a traceback can lose its newlines: the line opens with code ("return ...") but the
+    exception in it is the error."""
+    line = ("return tensor.normal_(0, std) RuntimeError: Run:OpParamMaker.cpp:128 NPU error,NPU error code is:100000 "
+            "EZ9999: Inner Error! EZ9999 Kernel task happen error, retCode=0x2a, [aicpu exception].")
+    analysis = RootFinder(None).analyse([line], [0])
+    assert analysis.root is not None and analysis.root.line_no == 0
+    # A frame line with no exception in it stays scaffolding.
+    assert RootFinder(None).analyse(["    return self._call_impl(*args, **kwargs) failed"], [0]).root is None
+
+
+def test_aftermath_that_quotes_its_cause_is_read_at_the_cause(engine):
+    """"HCCL watchdog thread terminated with exception: ... EI0013 ..." is a consequence line, but the cause it quotes
+    is the error; the line is read as a wrapper around it, not skipped."""
+    lines = ["[rank11]:[E313 06:55:06.502205450 compiler_depend.ts:1795] To avoid data inconsistency, we are taking the entire process down.",
+             "[rank11]:[E313 06:55:06.502248200 compiler_depend.ts:1693] [Rank 1] HCCL watchdog thread terminated with exception: "
+             "[PID: 335] 2026-03-13-06:55:06.896.485 Execution_Error_ROCE_CQE(EI0013): An error CQE occurred during operator execution."]
+    prepared = prepare("\n".join(lines))
+    analysis = engine.roots.analyse(prepared.lines, prepared.error_lines)
+    assert engine.roots.is_consequence(lines[1])  # the aftermath rule does see it
+    assert analysis.root is not None and analysis.root.line_no == 1 and "EI0013" in analysis.root.cause
+    assert not analysis.root.cause.startswith("[rank11]")

@@ -38,6 +38,9 @@ _LOG_PREFIX = re2.compile(
 )
 _EXCEPTION = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))\s*(?::|$)", _OPTIONS)
 _CANN_CODE = re2.compile(r"\bE[A-Z0-9]\d{4}\b", _OPTIONS)
+# An exception raised in the middle of a line: a traceback flattened onto one line ("return x.normal_() RuntimeError:
+# ..."), as pasted from a web page or an issue title.
+_EXCEPTION_INSIDE = re2.compile(r"\s(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\s*:\s*\S", _OPTIONS)
 _REASON = re2.compile(r"(?i)\breason\s*[:=]", _OPTIONS)
 _CJK = re2.compile(r"[\x{4e00}-\x{9fff}]", _OPTIONS)
 _TECHNICAL = re2.compile(r"[A-Za-z_]\w*(?:Error|Exception)\b|\[ERROR\]|\bERROR\b|\bE[A-Z0-9]\d{4}\b|\bMIE\d{2}|[A-Za-z]{3,}[ _][a-z]+ failed", _OPTIONS)
@@ -104,10 +107,18 @@ class RootFinder:
         for i in error_lines:
             line = lines[i][:MAX_LINE]
             if i in consequences:
-                continue
+                # "HCCL watchdog thread terminated with exception: ... EI0013 ..." is aftermath quoting its cause:
+                # the quoted part is the error, so the line is read as a wrapper around it.
+                quoted = _NESTED.search(line)
+                if not quoted or self.is_consequence(quoted.group(1)) or not _STRONG.search(quoted.group(1)):
+                    continue
+                consequences.discard(i)
             prefix = _LOG_PREFIX.match(line)
             content = line[prefix.end():] if prefix else line
-            if not content.strip() or _SCAFFOLD.search(content):
+            if content.strip() and _SCAFFOLD.search(content):
+                inside = _EXCEPTION_INSIDE.search(content)  # a flattened traceback: read from its exception on
+                content = content[inside.start():] if inside else ""
+            if not content.strip():
                 continue
             nested = _NESTED.search(line)
             if nested:
