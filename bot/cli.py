@@ -354,7 +354,8 @@ def corpus_check(
 
 
 # Every labelled set; eval/README.md says which are development data and which is still an honest estimate.
-EVAL_SETS = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl", "realworld.jsonl", "realworld-dev2.jsonl")
+EVAL_SETS = ("queries.jsonl", "dev2.jsonl", "holdout.jsonl", "unseen.jsonl", "unseen2.jsonl", "realworld.jsonl", "realworld-dev2.jsonl",
+             "realworld-offtopic.jsonl")
 
 
 @app.command("eval")

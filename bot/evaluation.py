@@ -174,6 +174,8 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
             counts["covered_helps"] += helps and covered
         if case.kind == "offtopic":
             counts["offtopic_abstained"] += not answer.answered
+        # A recognised symptom (triage entry) is not an answer; how often it is given, and to which kind of report.
+        counts[f"triage_{case.kind}"] += answer.recognised is not None
         if not answer.answered and case.family:
             counts["family_evident"] += 1
             counts["family_named"] += family_named
@@ -186,6 +188,7 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
         outcomes.append({"id": case.id, "kind": case.kind, "theme": case.theme, "answered": answer.answered,
                          "top": top, "confidence": answer.confidence, "helps": helps, "misleads": misleads,
                          "family": answer.family.id if answer.family else None, "expected_family": case.family,
+                         "recognised": answer.recognised.id if answer.recognised else None,
                          "correct_top": bool(top) and has_marker(texts.get(top, ""), case.markers)})
     lat = np.asarray(latencies) if latencies else np.zeros(1)
     share = lambda a, b: counts[a] / counts[b] if counts[b] else 0.0  # noqa: E731
@@ -205,6 +208,7 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
         "misleads_offtopic": share("misleads_offtopic", "all"),
         "offtopic_abstention": share("offtopic_abstained", "offtopic"),
         "family_named": share("family_named", "family_evident"),
+        "triage_replies": {kind: int(counts[f"triage_{kind}"]) for kind in ("diagnosable", "undiagnosable", "offtopic")},
         "p50_ms": float(np.percentile(lat, 50)),
         "p95_ms": float(np.percentile(lat, 95)),
         "themes": {k: dict(v) for k, v in sorted(themes.items())},
@@ -255,6 +259,9 @@ def _format_real(block: dict) -> list[str]:
     lines.append(f"hybrid misleads {hybrid['misleads']:.1%} of all reports = wrong fix for a resolved report "
                  f"{hybrid['misleads_wrong']:.1%} + an answer to a never-resolved thread {hybrid['misleads_unresolved']:.1%} "
                  f"+ an answer to an off-topic paste {hybrid['misleads_offtopic']:.1%}")
+    triage = hybrid["triage_replies"]
+    lines.append(f"hybrid 'recognised, cause not determined' (triage) replies: {triage['diagnosable']} to resolved reports, "
+                 f"{triage['undiagnosable']} to never-resolved threads, {triage['offtopic']} to off-topic pastes")
     lines.append("hybrid per theme (n / helps / misleads / abstained): " + "; ".join(
         f"{theme} {t['n']}/{t.get('helps', 0)}/{t.get('misleads', 0)}/{t.get('abstained', 0)}" for theme, t in hybrid["themes"].items()))
     wrong = [o for o in hybrid["outcomes"] if o["misleads"]]

@@ -122,6 +122,10 @@ def test_eval_prints_every_retriever_side_by_side(tmp_path: Path):
     assert "| hybrid" in table and "off-topic abstention" in table
 
 
+AICPU = ("RuntimeError: ACL stream synchronize failed, error code:507018\n"
+         "[ERROR] RUNTIME(1234,python):2025-03-01-10:00:00.000.000 [aicpu exception] Aicpu kernel execute failed")
+
+
 def test_eval_on_real_reports_splits_misleads_by_what_they_are(tmp_path: Path):
     """helps on diagnosable reports; misleads on all reports, split into a wrong fix for a resolved report, an answer to
     a thread that never found the cause, and an answer to another stack's paste."""
@@ -134,15 +138,18 @@ def test_eval_on_real_reports_splits_misleads_by_what_they_are(tmp_path: Path):
         case(2, "diagnosable", LOG, ["a marker no entry holds"]),  # answered, no marker: a wrong fix
         case(3, "undiagnosable", LOG, []),                        # answered a never-resolved thread
         case(4, "offtopic", "午饭吃什么", []),                      # not answered
+        case(5, "undiagnosable", AICPU, []),                      # a recognised symptom: a triage reply, not an answer
     ]))
     result = runner.invoke(app, ["eval", "--set", str(labelled), "--format", "json"])
     assert result.exit_code == 0, result.output
     hybrid = next(r for r in json.loads(result.stdout)["sets"][0]["rows"] if r["retriever"] == "hybrid")
-    assert hybrid["helps"] == 0.5 and hybrid["misleads"] == 0.5
-    assert (hybrid["misleads_wrong"], hybrid["misleads_unresolved"], hybrid["misleads_offtopic"]) == (0.25, 0.25, 0.0)
+    assert hybrid["helps"] == 0.5 and hybrid["misleads"] == 0.4
+    assert (hybrid["misleads_wrong"], hybrid["misleads_unresolved"], hybrid["misleads_offtopic"]) == (0.2, 0.2, 0.0)
     assert hybrid["offtopic_abstention"] == 1.0
+    assert hybrid["triage_replies"] == {"diagnosable": 0, "undiagnosable": 1, "offtopic": 0}
     table = runner.invoke(app, ["eval", "--set", str(labelled)]).stdout
-    assert "wrong fix for a resolved report 25.0%" in table and "never-resolved thread 25.0%" in table
+    assert "wrong fix for a resolved report 20.0%" in table and "never-resolved thread 20.0%" in table
+    assert "(triage) replies: 0 to resolved reports, 1 to never-resolved threads" in table
 
 
 @pytest.mark.parametrize(("content", "message"), [
