@@ -340,3 +340,21 @@ def test_source_link_prefers_an_official_document_then_the_faq_then_a_thread():
     assert source_url("see https://github.com/a/b/issues/1 and https://docs.vllm.ai/x.html (tuning)") == "https://docs.vllm.ai/x.html"
     assert source_url("maintainer in https://github.com/a/b/issues/1.") == "https://github.com/a/b/issues/1"
     assert source_url("faultdiag:AISW_CANN_HCCL_004") is None
+
+
+KV_CACHE = ("ValueError: The model's max seq len (128000) is larger than the maximum number of tokens that can be stored "
+            "in KV cache (78336). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+
+
+def test_an_error_every_stack_prints_does_not_outweigh_a_foreign_paste(engine):
+    """vLLM's KV-cache limit is matched exactly, but on an RTX 4090 it is not ours to answer; on a 910B it is."""
+    foreign = engine.answer("- GPU type: NVIDIA GeForce RTX 4090\n- vLLM version: 0.7.3\n" + KV_CACHE)
+    assert not foreign.answered
+    assert any("NVIDIA / CUDA" in n for n in foreign.notices)
+    ours = engine.answer("- NPU: Ascend 910B3, vllm-ascend 0.7.3\n" + KV_CACHE)
+    assert ours.answered and ours.results[0].id == "vllm-max-model-len-exceeds-kv-cache"
+
+
+def test_a_jetson_paste_is_another_stack(engine):
+    _, foreign = engine.scope.classify("Jetson Xavier NX, JetPack 4.6\nOSError: libnvinfer.so.8: cannot open shared object file")
+    assert foreign == "NVIDIA / CUDA"

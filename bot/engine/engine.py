@@ -306,8 +306,10 @@ class Engine:
         if recognised:
             fused = np.where(sig > 0.0, fused, fused * EXPLAINED_AWAY)
         # Only an unmistakable MindIE error outweighs a paste that is plainly about another stack: a broad one
-        # ("curl: (7) ... Connection refused") is as likely the other stack's own.
-        if foreign and strongest < 1.0:
+        # ("curl: (7) ... Connection refused") is as likely the other stack's own, and so is an exact match on an
+        # error every stack prints (`scope: general`: vLLM's KV-cache limit on an RTX 4090).
+        ours = float(np.where(self.general, 0.0, sig).max(initial=0.0))
+        if foreign and ours < 1.0:
             fused = fused * FOREIGN_PENALTY
             notices.append(f"this looks like a problem of {foreign}, not of MindIE or Ascend")
         return fused
