@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     # Answering
     top_k: int = Field(3, ge=1, le=20)
     threshold: float = Field(0.45, ge=0.0, le=1.0, description="confidence below which the engine abstains")
+    question_threshold: float = Field(0.40, ge=0.0, le=1.0, description="the same for a typed question (not a pasted log, "
+                                      "traceback or several lines): its words are all the evidence it has")
     max_input_bytes: int = Field(1_000_000, ge=1_000)
 
     # Slack (standard variable names, no prefix)

@@ -94,3 +94,17 @@ def test_the_terminal_reply_says_it_is_a_triage(engine, lang: str, title: str, n
 def test_the_json_of_a_recognised_symptom_has_no_results(engine):
     data = json.loads(json.dumps(engine.answer(AICPU_PASTE).contract()))
     assert data["results"] == [] and data["recognised"]["title"]
+
+
+def test_a_typed_question_is_answered_at_the_question_threshold(engine, engine_settings):
+    """A typed question has only its words: it is answered from MINDIE_HELP_QUESTION_THRESHOLD (0.40), under the
+    paste threshold; with the question threshold raised to the paste threshold it is not."""
+    from bot.engine.engine import Engine
+
+    question = "确定性计算具体指的是什么？"
+    answer = engine.answer(question)
+    assert engine.settings.question_threshold <= answer.confidence < engine.settings.threshold  # the band in between
+    assert answer.answered and answer.results[0].id == "deterministic-inference"
+    strict = Engine(engine.corpus, engine_settings.model_copy(update={"question_threshold": engine_settings.threshold}),
+                    engine.dense)
+    assert not strict.answer(question).answered
