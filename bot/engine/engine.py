@@ -152,15 +152,16 @@ class Engine:
         # The calibration was fitted on the hybrid; a retriever alone is reported on its own fused score.
         confidence_of = self.calibrator.confidence(self.features(fused, ev, prepared)) if retriever == "hybrid" else fused
         confidence_of = self._outside_ascend(confidence_of, ev, prepared, notices)
+        pasted = _pasted(ev, prepared)  # read once: the gates below and the threshold all depend on it
         if retriever == "hybrid":
-            confidence_of = self._unrecognised(confidence_of, ev, prepared, notices)
-            confidence_of = self._triage_only(confidence_of, ev, prepared)
+            confidence_of = self._unrecognised(confidence_of, ev, pasted, notices)
+            confidence_of = self._triage_only(confidence_of, pasted)
         order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [_scored(i, confidence_of, ev) for i in order[:top_k]]
         confidence = max((s.confidence for s in scored), default=0.0)
         # A typed question has only its words to go on, and a calibrated 0.40-0.45 on one was right on the development
         # FAQ-written sets (top-1 +0.5 to +4.7 points) without a new wrong answer on the development real sets.
-        threshold = self.settings.threshold if _pasted(ev, prepared) else self.settings.question_threshold
+        threshold = self.settings.threshold if pasted else self.settings.question_threshold
         answered = bool(scored) and confidence >= threshold
         lang = reply_lang
         facts = LogFacts(prepared.lines, prepared.error_lines, ev.sightings[0].code if ev.sightings else None)
@@ -175,7 +176,7 @@ class Engine:
         nearest = recognised = None
         if not answered and closest and not ev.foreign:
             nearest = self._hit(_scored(closest[0], confidence_of, ev), ev.sig_matches, prepared, lang, facts)
-            if self._recognises_symptom(closest[0], ev, prepared):
+            if pasted and self._recognises_symptom(closest[0], ev):
                 recognised = nearest  # the renderers say it is a triage, not a diagnosis
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
@@ -329,14 +330,14 @@ class Engine:
             notices.append("nothing in this paste points at Ascend, CANN or MindIE, and this error is not specific to them")
         return np.where(self.general, confidence * GENERAL_PENALTY, confidence)
 
-    def _unrecognised(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared, notices: list[str]) -> np.ndarray:
+    def _unrecognised(self, confidence: np.ndarray, ev: "Evidence", pasted: bool, notices: list[str]) -> np.ndarray:
         """A pasted error that no signature or code recognises is not recognised, however close an entry's prose is. On
         eight held-out sets, run on the code of their single measurement (275 reports), the answers that rested
         on prose alone while a pasted report held an error line were right 10 times and wrong 20 times; the
         reply names the family and offers those entries as closest topics instead. A typed one-line question
         ("the service fails to start, where are the logs?") is still answered from its words: on the FAQ-written
         sets that is right more than nine times in ten."""
-        if not len(confidence) or not _pasted_report(ev, prepared):
+        if not len(confidence) or ev.analysis.root is None or not pasted:
             return confidence
         known = ev.signatures >= KNOWN_SIGNATURE
         ceiling = UNRECOGNISED_SHARE * self.settings.threshold
@@ -348,19 +349,19 @@ class Engine:
             return confidence
         return np.where(known, confidence, confidence * (ceiling / highest))  # order kept: they stay suggestions
 
-    def _triage_only(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared) -> np.ndarray:
+    def _triage_only(self, confidence: np.ndarray, pasted: bool) -> np.ndarray:
         """An entry marked `triage` (an AI Core exception, a collective that timed out, a wrapper's return code)
         recognises the symptom, not its cause: on a pasted report it stays under the threshold, and the reply
         offers it as the recognised error's first steps (`recognised`). On the twelve development real sets this
         turned 10 confident answers to never-resolved threads into triage replies and cost 6 helps (of 294); the
         FAQ-written sets did not change. A typed one-line question about the error is answered as usual."""
-        if not len(confidence) or not self.triage.any() or not _pasted(ev, prepared):
+        if not len(confidence) or not self.triage.any() or not pasted:
             return confidence
         return np.where(self.triage, np.minimum(confidence, TRIAGE_SHARE * self.settings.threshold), confidence)
 
-    def _recognises_symptom(self, position: int, ev: "Evidence", prepared: Prepared) -> bool:
-        """Whether the nearest entry is a triage entry whose signature or code recognised a line of this paste."""
-        return bool(self.triage[position]) and float(ev.signatures[position]) >= KNOWN_SIGNATURE and _pasted(ev, prepared)
+    def _recognises_symptom(self, position: int, ev: "Evidence") -> bool:
+        """Whether the nearest entry is a triage entry whose signature or code recognised a line of the paste."""
+        return bool(self.triage[position]) and float(ev.signatures[position]) >= KNOWN_SIGNATURE
 
     def embed(self, text: str) -> np.ndarray:
         return self.dense.embedder.encode([text])[0]
@@ -476,15 +477,9 @@ def _scored(position: int, confidence: np.ndarray, ev: Evidence) -> Scored:
                                             "dense": float(ev.dense[i])})
 
 
-def _pasted_report(ev: Evidence, prepared: Prepared) -> bool:
-    """A report pasted from a run (a log, a traceback, an error line, several lines) rather than a typed one-line
-    question: it has a root error line and reads as output, not as a sentence."""
-    root = ev.analysis.root
-    return root is not None and (root.pasted or prepared.is_log or _lines_at_least(prepared.lines, 2))
-
-
 def _pasted(ev: Evidence, prepared: Prepared) -> bool:
-    """Text pasted from a run, with or without a root error line (a paste of aftermath lines alone has none)."""
+    """Text pasted from a run (a log, a traceback, an error line, several lines) rather than a typed one-line
+    question, with or without a root error line (a paste of aftermath lines alone has none)."""
     root = ev.analysis.root
     return (root is not None and root.pasted) or prepared.is_log or _lines_at_least(prepared.lines, 2)
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.rule import Rule
 
-from bot.engine.models import Answer, CommandOut
+from bot.engine.models import Answer, CommandOut, Hit
 from bot.engine.normalize import strip_control
 from bot.environment.present import section as environment_section
 from bot.render.environment import print_section
@@ -59,8 +59,7 @@ def render_text(answer: Answer, console: Console) -> None:
         console.print(f"[dim]{hit.id} · {escape(hit.why)}[/dim]")
         if hit.matched_lines:
             console.print(f"[bold]{label['seen']}:[/bold]")
-            for line in hit.matched_lines:
-                console.print(f"  [cyan]L{line.line_no}:[/cyan] {escape(line.text)}")
+            _matched_lines(console, hit)
         console.print(f"[bold]{label['cause']}:[/bold] {escape(hit.cause)}")
         _steps_and_commands(console, label, label["fix"], hit.fix_steps, hit.command_details)
         console.print()
@@ -91,11 +90,15 @@ def render_recognised_symptom(answer: Answer, console: Console) -> None:
     assert hit is not None
     console.print(f"[bold]{escape(label['recognised'].format(title=hit.title))}[/bold]")
     console.print(f"[dim]{label['recognised_note']}[/dim]")
-    for line in hit.matched_lines:
-        console.print(f"  [cyan]L{line.line_no}:[/cyan] {escape(line.text)}")
+    _matched_lines(console, hit)
     console.print(f"[bold]{label['cause']}:[/bold] {escape(hit.cause)}")
     _steps_and_commands(console, label, label["triage"], hit.fix_steps, hit.command_details)
     console.print(f"[dim]{label['ask']}[/dim]")
+
+
+def _matched_lines(console: Console, hit: Hit) -> None:
+    for line in hit.matched_lines:
+        console.print(f"  [cyan]L{line.line_no}:[/cyan] {escape(line.text)}")
 
 
 def _steps_and_commands(console: Console, label: dict[str, str], heading: str, steps: list[str], commands: list[CommandOut]) -> None:

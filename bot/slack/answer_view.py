@@ -309,7 +309,7 @@ def render_details(answer: Answer, *, extra_notes: list[str] | None = None) -> R
             blocks.append(section(f"*{esc(hit.title)}*"))
         meta = f"{evidence_words(hit, lang)} · {label(lang, 'confidence', pct=pct(hit.confidence))} · {esc(hit.component)} · `{esc(hit.id)}`"
         blocks.append(context(meta, esc(clip(hit.why, 300))))
-        quoted = [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:3]]
+        quoted = _quoted_lines(hit, lang, 3)
         if quoted:
             blocks.append(section(f"*{label(lang, 'recognised')}*\n" + "\n".join(quoted)))
         body, shown = _entry_body(hit, lang, n_commands=12)
@@ -386,6 +386,11 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     return blocks
 
 
+def _quoted_lines(hit: Hit, lang: str, n: int) -> list[str]:
+    """The first `n` lines of the user's log an entry recognised, quoted with their line numbers."""
+    return [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:n]]
+
+
 def _symptom_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool, step_chars: int, n_steps: int,
                     n_commands: int) -> list[dict[str, Any]]:
     """A recognised error whose cause varies (a triage entry): its name and line, what the code means, and its first
@@ -394,7 +399,7 @@ def _symptom_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
     hit = answer.recognised
     assert hit is not None
     lines = [f"*{esc(label(lang, 'symptom_title', title=hit.title))}*"]
-    lines += [f"> {inline_code(clip(ml.text.strip(), MAX_QUOTED_LINE))}  _({label(lang, 'line', n=ml.line_no)})_" for ml in hit.matched_lines[:2]]
+    lines += _quoted_lines(hit, lang, 2)
     lines += code_lines(answer)
     blocks: list[dict[str, Any]] = [section("\n".join(lines))]
     if full:
