@@ -108,3 +108,29 @@ def test_a_typed_question_is_answered_at_the_question_threshold(engine, engine_s
     strict = Engine(engine.corpus, engine_settings.model_copy(update={"question_threshold": engine_settings.threshold}),
                     engine.dense)
     assert not strict.answer(question).answered
+
+
+def test_an_aclnn_shape_check_is_triage_but_a_named_dtype_is_answered(engine):
+    """EZ1001 / 161002 only says an operator refused its inputs; when the check names a dtype (even on the next line
+    of a broken paste) the dtype entry is the answer."""
+    shape = ("RuntimeError: addmm:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:112 NPU function error: "
+             "call aclnnAddmm failed, error code is 161002\n"
+             "[ERROR] 2025-12-23-12:56:15 (PID:1, Device:0, RankID:-1) ERR00100 PTA call acl api failed.\n"
+             "[PID: 1] 2025-12-23-12:56:15.164.100 AclNN_Parameter_Error(EZ1001): The k-axis of the two inputs are different.\n")
+    answer = engine.answer(shape)
+    assert not answer.answered
+    assert answer.recognised is not None and answer.recognised.id == "aclnn-parameter-check-ez1001"
+    dtype = ("aclnnQuantMatmulWeightNz failed, error code is 161002\n"
+             "AclNN_Parameter_Error(EZ1001):\n"
+             "Tensor scale not implemented for DT_FLOAT16,\n"
+             "should be in dtype support list\n"
+             "[DT_UINT64, DT_BFLOAT16, DT_INT64, DT_FLOAT].\n")
+    answer = engine.answer(dtype)
+    assert answer.answered and answer.results[0].id == "aclnn-dtype-not-implemented"
+
+
+def test_numpy2_removed_aliases_point_at_numpy_below_2(engine):
+    answer = engine.answer("import torch_npu\nAttributeError: `np.float_` was removed in the NumPy 2.0 release. "
+                           "Use `np.float64` instead.\n")
+    assert answer.answered and answer.results[0].id == "numpy2-abi-incompatible"
+    assert any("numpy<2" in c for c in answer.results[0].commands)
