@@ -134,3 +134,13 @@ def test_numpy2_removed_aliases_point_at_numpy_below_2(engine):
                            "Use `np.float64` instead.\n")
     assert answer.answered and answer.results[0].id == "numpy2-abi-incompatible"
     assert any("numpy<2" in c for c in answer.results[0].commands)
+
+
+def test_faq_top1_counts_the_entry_a_triage_reply_leads_with_and_says_how_many(engine):
+    from bot.evaluation import LabelledQuery, evaluate_retriever
+
+    queries = [LabelledQuery(id="t1", kind="log", query=AICPU_PASTE, expected=["aicpu-exception-507018"]),
+               LabelledQuery(id="t2", kind="log", query=AICPU_PASTE, expected=["npu-out-of-memory"])]
+    row = evaluate_retriever(engine, queries, "hybrid")
+    assert row["top1"] == 0.5 and row["top1_triage"] == 0.5  # the recognised symptom is the entry shown
+    assert row["wrongly_abstained"] == 1.0  # yet it is no answer
