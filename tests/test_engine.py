@@ -358,3 +358,13 @@ def test_an_error_every_stack_prints_does_not_outweigh_a_foreign_paste(engine):
 def test_a_jetson_paste_is_another_stack(engine):
     _, foreign = engine.scope.classify("Jetson Xavier NX, JetPack 4.6\nOSError: libnvinfer.so.8: cannot open shared object file")
     assert foreign == "NVIDIA / CUDA"
+
+
+@pytest.mark.parametrize("text, foreign", [
+    ("GPUStack version: 0.5.1, OS: ubuntu, GPU: 4090", "NVIDIA / CUDA"),  # a consumer card named by number only
+    ("GPU：3090", "NVIDIA / CUDA"),
+    ("GPU: 910B3", None),  # an Ascend chip named as the GPU is ours
+    ("service listening on port: 4090", None),  # a bare 4-digit number is not a card
+])
+def test_a_gpu_field_with_a_geforce_number_is_another_stack(engine, text: str, foreign: str | None):
+    assert engine.scope.classify(text)[1] == foreign
