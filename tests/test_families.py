@@ -77,3 +77,17 @@ def test_another_stacks_paste_gets_no_family(engine) -> None:
 ])
 def test_a_question_about_which_releases_go_together_is_a_version_question(engine, text: str):
     assert engine.families.from_prose([text]).id == "version-mismatch"
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        # built against another release of what it links: a version mismatch, whatever the exception type says
+        ("OSError: /usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libtbe_adapter.so: undefined symbol: _ZN3Mki2DlC1E", "version-mismatch"),
+        ("ImportError: ascend_extension.so: undefined symbol: _ZN7c10_npu3acl20AclrtPeekAtLastErrorE", "version-mismatch"),
+        ("ModuleNotFoundError: No module named 'decord'", "python-env"),  # simply not installed
+        ("ImportError: libcann_kb.so: cannot open shared object file: No such file or directory", "python-env"),
+    ],
+)
+def test_an_error_line_names_its_family(detector: FamilyDetector, line: str, family: str) -> None:
+    assert detector.of_line(line)[0] == family
