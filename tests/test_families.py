@@ -85,6 +85,10 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
         # built against another release of what it links: a version mismatch, whatever the exception type says
         ("OSError: /usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib/libtbe_adapter.so: undefined symbol: _ZN3Mki2DlC1E", "version-mismatch"),
         ("ImportError: ascend_extension.so: undefined symbol: _ZN7c10_npu3acl20AclrtPeekAtLastErrorE", "version-mismatch"),
+        ("AttributeError: module 'torch_npu.npu' has no attribute 'profile'", "version-mismatch"),  # an API that moved
+        ("TypeError: __init__() got an unexpected keyword argument 'box_type'", "version-mismatch"),
+        ("E1122 ImageProcessorDptr.hpp:819] Failed to recognize Ascend chip. (Code = -1)", "device"),
+        ("Call aclInit(nullptr) failed : 507008", "device"),
         ("ModuleNotFoundError: No module named 'decord'", "python-env"),  # simply not installed
         ("ImportError: libcann_kb.so: cannot open shared object file: No such file or directory", "python-env"),
     ],
