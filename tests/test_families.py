@@ -89,6 +89,11 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
         ("TypeError: __init__() got an unexpected keyword argument 'box_type'", "version-mismatch"),
         ("E1122 ImageProcessorDptr.hpp:819] Failed to recognize Ascend chip. (Code = -1)", "device"),
         ("Call aclInit(nullptr) failed : 507008", "device"),
+        ("OSError: (External) NpuAclnnOpRunner: aclnnInplaceFillScalar", "cann-error"),
+        ("[ERROR] TBE Subprocess[task_distribute] raise error[], main process disappeared!", "cann-error"),
+        ("The error from device(6), serial number is 13, there is an aivec error, core id is 5", "cann-error"),
+        ("PackagesNotFoundError: The following packages are not available from current channels:", "python-env"),
+        ("collect2: error: ld returned 1 exit status", "python-env"),
         ("ModuleNotFoundError: No module named 'decord'", "python-env"),  # simply not installed
         ("ImportError: libcann_kb.so: cannot open shared object file: No such file or directory", "python-env"),
     ],
