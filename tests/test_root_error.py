@@ -225,3 +225,15 @@ def test_aftermath_that_quotes_its_cause_is_read_at_the_cause(engine):
     assert engine.roots.is_consequence(lines[1])  # the aftermath rule does see it
     assert analysis.root is not None and analysis.root.line_no == 1 and "EI0013" in analysis.root.cause
     assert not analysis.root.cause.startswith("[rank11]")
+
+
+UNKNOWN_ENV = "(APIServer pid=1) WARNING 06-12 19:52:19 [envs.py:1710] Unknown vLLM environment variable detected: VLLM_ASCEND_ENABLE_NZ\n"
+
+
+def test_a_harmless_warning_alone_is_explained_but_never_outranks_a_real_error(engine):
+    alone = engine.answer(UNKNOWN_ENV)
+    assert alone.answered and alone.results[0].id == "vllm-unknown-env-variable-warning"
+    assert any("VLLM_ASCEND_ENABLE_NZ" in c for c in alone.results[0].commands)  # the variable from the line
+    with_error = engine.answer(UNKNOWN_ENV + "(EngineCore pid=136) ERROR 06-12 19:52:19 [core.py:1138] RuntimeError: "
+                               "call aclnnFooBarBaz failed, error code is 361001\n")
+    assert all(h.id != "vllm-unknown-env-variable-warning" for h in with_error.results)
