@@ -144,3 +144,17 @@ def test_faq_top1_counts_the_entry_a_triage_reply_leads_with_and_says_how_many(e
     row = evaluate_retriever(engine, queries, "hybrid")
     assert row["top1"] == 0.5 and row["top1_triage"] == 0.5  # the recognised symptom is the entry shown
     assert row["wrongly_abstained"] == 1.0  # yet it is no answer
+
+
+def test_a_failed_source_build_is_triage_and_a_named_cause_still_answers(engine):
+    tail = ("gmake[1]: *** [CMakeFiles/Makefile2:344: CMakeFiles/vllm_ascend_C.dir/rule] Error 2\n"
+            "gmake: *** [Makefile:286: vllm_ascend_C] Error 2\n"
+            "subprocess.CalledProcessError: Command '['cmake', '--build', '.', '-j=192', '--target=vllm_ascend_C']' "
+            "returned non-zero exit status 2.\n")
+    answer = engine.answer(tail)
+    assert not answer.answered
+    assert answer.recognised is not None and answer.recognised.id == "vllm-ascend-source-build-failed"
+    assert any("--no-build-isolation" in c for c in answer.recognised.commands)
+    named = engine.answer("csrc/kernels/pos_encoding_kernels.cpp:30:10: fatal error: "
+                          "'inner_interface/inner_kernel_operator_intf.h' file not found\n" + tail)
+    assert named.answered and named.results[0].id == "vllm-ascend-kernel-build-cann-mismatch"
