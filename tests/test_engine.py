@@ -368,3 +368,27 @@ def test_a_jetson_paste_is_another_stack(engine):
 ])
 def test_a_gpu_field_with_a_geforce_number_is_another_stack(engine, text: str, foreign: str | None):
     assert engine.scope.classify(text)[1] == foreign
+
+
+@pytest.mark.parametrize("paste, expected", [
+    # an x86 environment file on a Kunpeng host: Intel MKL has no aarch64 build
+    ("Platform: linux-aarch64\nAtlas 800I A2, 910B3\n"
+     "PackagesNotFoundError: The following packages are not available from current channels:\n\n  - mkl-service\n  - mkl\n",
+     "x86-only-packages-on-aarch64"),
+    # Paddle's NPU plugin has no kernel for the operator in that data type
+    ("RuntimeError: (NotFound) The kernel with key (npu, Undefined(AnyLayout), float16) of kernel `silu` is not "
+     "registered and fail to fallback to CPU one.\n", "paddle-npu-kernel-not-registered"),
+    # not an error: an operator without an NPU kernel ran on the CPU
+    ("W0101 missing NPU kernel: lookup_table, expected_kernel_key:data_type[float]:data_layout[Undefined(AnyLayout)]:"
+     "place[Place(npu:0)]:library_type[PLAIN], fallbacking to CPU one!\n", "paddle-npu-kernel-not-registered"),
+    # a container that dropped every capability cannot open device nodes owned by another uid
+    ("npu-smi: dcmi module initialize failed. ret is -8005\n", "dcmi-module-initialize-failed"),
+])
+def test_new_entries_answer_their_own_errors(engine, paste: str, expected: str):
+    answer = engine.answer(paste)
+    assert answer.answered and answer.results[0].id == expected
+
+
+def test_the_dcmi_entry_names_the_capability_a_locked_down_container_needs(engine):
+    hit = engine.answer("npu-smi: dcmi module initialize failed. ret is -8005\n").results[0]
+    assert any("DAC_OVERRIDE" in c for c in hit.commands)
