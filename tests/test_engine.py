@@ -365,6 +365,8 @@ def test_a_jetson_paste_is_another_stack(engine):
     ("GPU：3090", "NVIDIA / CUDA"),
     ("GPU: 910B3", None),  # an Ascend chip named as the GPU is ours
     ("service listening on port: 4090", None),  # a bare 4-digit number is not a card
+    ("llama_context:      CUDA0 compute buffer size =  1480.00 MiB", "NVIDIA / CUDA"),  # llama.cpp's CUDA device name
+    ("llama_context:  CANN_Host  output buffer size =     0.06 MiB", None),  # its CANN one is ours
 ])
 def test_a_gpu_field_with_a_geforce_number_is_another_stack(engine, text: str, foreign: str | None):
     assert engine.scope.classify(text)[1] == foreign
