@@ -24,6 +24,14 @@ def _triage_ids(engine) -> list[str]:
     return [e.id for e in engine.entries if e.triage]
 
 
+def _triage_reply(engine, paste: str, entry_id: str):
+    """The paste gets no answer, only the triage of `entry_id`; returns that recognised entry."""
+    answer = engine.answer(paste)
+    assert not answer.answered
+    assert answer.recognised is not None and answer.recognised.id == entry_id
+    return answer.recognised
+
+
 def test_the_corpus_marks_the_symptom_entries_and_only_those(engine):
     ids = set(_triage_ids(engine))
     assert {"aicore-vector-exception", "aicpu-exception-507018", "hccl-comm-init-failed", "stream-sync-timeout-507048"} <= ids
@@ -117,9 +125,7 @@ def test_an_aclnn_shape_check_is_triage_but_a_named_dtype_is_answered(engine):
              "call aclnnAddmm failed, error code is 161002\n"
              "[ERROR] 2025-12-23-12:56:15 (PID:1, Device:0, RankID:-1) ERR00100 PTA call acl api failed.\n"
              "[PID: 1] 2025-12-23-12:56:15.164.100 AclNN_Parameter_Error(EZ1001): The k-axis of the two inputs are different.\n")
-    answer = engine.answer(shape)
-    assert not answer.answered
-    assert answer.recognised is not None and answer.recognised.id == "aclnn-parameter-check-ez1001"
+    _triage_reply(engine, shape, "aclnn-parameter-check-ez1001")
     dtype = ("aclnnQuantMatmulWeightNz failed, error code is 161002\n"
              "AclNN_Parameter_Error(EZ1001):\n"
              "Tensor scale not implemented for DT_FLOAT16,\n"
@@ -151,10 +157,8 @@ def test_a_failed_source_build_is_triage_and_a_named_cause_still_answers(engine)
             "gmake: *** [Makefile:286: vllm_ascend_C] Error 2\n"
             "subprocess.CalledProcessError: Command '['cmake', '--build', '.', '-j=192', '--target=vllm_ascend_C']' "
             "returned non-zero exit status 2.\n")
-    answer = engine.answer(tail)
-    assert not answer.answered
-    assert answer.recognised is not None and answer.recognised.id == "vllm-ascend-source-build-failed"
-    assert any("--no-build-isolation" in c for c in answer.recognised.commands)
+    recognised = _triage_reply(engine, tail, "vllm-ascend-source-build-failed")
+    assert any("--no-build-isolation" in c for c in recognised.commands)
     named = engine.answer("csrc/kernels/pos_encoding_kernels.cpp:30:10: fatal error: "
                           "'inner_interface/inner_kernel_operator_intf.h' file not found\n" + tail)
     assert named.answered and named.results[0].id == "vllm-ascend-kernel-build-cann-mismatch"
