@@ -365,12 +365,17 @@ def evaluate(
         "--set", help="labelled JSONL file(s); default: every set in eval/ (see its README)",
     ),
     fmt: str = typer.Option("table", "--format", help="table or json"),
+    blind: bool = typer.Option(False, "--blind", help="real-report sets: print figures only, no theme names or report "
+                               "and entry ids (measuring a held-out set without learning what it contains)"),
 ) -> None:
     """Top-1, top-3, MRR, abstention and latency for each retriever and the hybrid, side by side."""
     from bot.evaluation import format_table, load_set, run_evaluation
 
     if fmt not in ("table", "json"):
         err.print("--format must be table or json")
+        raise typer.Exit(2)
+    if blind and fmt == "json":
+        err.print("--blind prints a table; the JSON report holds every outcome")
         raise typer.Exit(2)
     settings = _settings()
     try:  # every set is read before the model loads, so a typo fails fast
@@ -386,7 +391,7 @@ def evaluate(
     if fmt == "json":
         out.print_json(data=report)
     else:
-        out.print(format_table(report), markup=False)
+        out.print(format_table(report, blind), markup=False)
 
 
 @feedback_app.command("report")

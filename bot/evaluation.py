@@ -249,7 +249,9 @@ def run_evaluation(engine: Engine, sets: dict[Path, list[LabelledQuery] | list[R
     return report
 
 
-def _format_real(block: dict) -> list[str]:
+def _format_real(block: dict, blind: bool = False) -> list[str]:
+    """`blind`: figures only, no theme names, report ids or entry ids, for a held-out set whose contents must stay
+    unread until the work is done (a per-theme line names what the set is about)."""
     rows = block["rows"]
     r0 = rows[0]
     lines = [f"{Path(block['file']).name} (real reports): {r0['diagnosable']} diagnosable ({r0['covered']} covered by the corpus) "
@@ -266,6 +268,8 @@ def _format_real(block: dict) -> list[str]:
     triage = hybrid["triage_replies"]
     lines.append(f"hybrid 'recognised, cause not determined' (triage) replies: {triage['diagnosable']} to resolved reports, "
                  f"{triage['undiagnosable']} to never-resolved threads, {triage['offtopic']} to off-topic pastes")
+    if blind:
+        return lines
     lines.append("hybrid per theme (n / helps / misleads / abstained): " + "; ".join(
         f"{theme} {t['n']}/{t.get('helps', 0)}/{t.get('misleads', 0)}/{t.get('abstained', 0)}" for theme, t in hybrid["themes"].items()))
     wrong = [o for o in hybrid["outcomes"] if o["misleads"]]
@@ -291,11 +295,11 @@ def _format_calibration(block: dict) -> list[str]:
     return [f"hybrid top-1 reliability (bin: n at mean confidence -> accuracy): {cells}; ECE {cal['ece']:.3f}"]
 
 
-def format_table(report: dict) -> str:
+def format_table(report: dict, blind: bool = False) -> str:
     lines = []
     for block in report["sets"]:
         if block.get("kind") == "real":
-            lines += _format_real(block) + _format_calibration(block) + [""]
+            lines += _format_real(block, blind) + _format_calibration(block) + [""]
             continue
         rows = block["rows"]
         lines.append(f"{Path(block['file']).name}: {rows[0]['on_topic']} on-topic + {rows[0]['off_topic']} off-topic queries")

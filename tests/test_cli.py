@@ -150,6 +150,12 @@ def test_eval_on_real_reports_splits_misleads_by_what_they_are(tmp_path: Path):
     table = runner.invoke(app, ["eval", "--set", str(labelled)]).stdout
     assert "wrong fix for a resolved report 20.0%" in table and "never-resolved thread 20.0%" in table
     assert "(triage) replies: 0 to resolved reports, 1 to never-resolved threads" in table
+    assert "hybrid per theme" in table and "r2 -> socket-bind-failed" in table
+    # --blind, for a held-out set measured before the work: the same figures, nothing that tells what it holds
+    blind = runner.invoke(app, ["eval", "--set", str(labelled), "--blind"]).stdout
+    assert "wrong fix for a resolved report 20.0%" in blind and "| hybrid" in blind and "ECE" in blind
+    assert "per theme" not in blind and "socket-bind-failed" not in blind and "r2" not in blind
+    assert runner.invoke(app, ["eval", "--set", str(labelled), "--blind", "--format", "json"]).exit_code == 2
 
 
 @pytest.mark.parametrize(("content", "message"), [
