@@ -163,6 +163,8 @@ class Engine:
         # FAQ-written sets (top-1 +0.5 to +4.7 points) without a new wrong answer on the development real sets.
         threshold = self.settings.threshold if pasted else self.settings.question_threshold
         answered = bool(scored) and confidence >= threshold
+        if not answered and _only_aftermath(ev, prepared):
+            notices.append("this only reports an earlier failure; paste the lines above it, where the first error is")
         lang = reply_lang
         facts = LogFacts(prepared.lines, prepared.error_lines, ev.sightings[0].code if ev.sightings else None)
         # Runners-up are shown with their own confidence, but not when they are barely evidence at all.
@@ -481,7 +483,16 @@ def _pasted(ev: Evidence, prepared: Prepared) -> bool:
     """Text pasted from a run (a log, a traceback, an error line, several lines) rather than a typed one-line
     question, with or without a root error line (a paste of aftermath lines alone has none)."""
     root = ev.analysis.root
-    return (root is not None and root.pasted) or prepared.is_log or _lines_at_least(prepared.lines, 2)
+    return ((root is not None and root.pasted) or prepared.is_log or _lines_at_least(prepared.lines, 2)
+            or _only_aftermath(ev, prepared))
+
+
+def _only_aftermath(ev: Evidence, prepared: Prepared) -> bool:
+    """The paste is nothing but lines that report an earlier failure ("Engine core initialization failed. See root
+    cause above"): a copied line, not a question, and the error itself is in the lines the person did not paste."""
+    if ev.analysis.root is not None or not ev.analysis.consequences:
+        return False
+    return all(n in ev.analysis.consequences for n, line in enumerate(prepared.lines) if line.strip())
 
 
 def _lines_at_least(lines: list[str], count: int) -> bool:
