@@ -189,6 +189,9 @@ def test_a_general_problem_in_a_log_with_no_trace_of_ascend_is_only_suggested(en
     assert ascend.answered and ascend.results[0].id == "container-shm-too-small"
     asked = engine.answer("what does 'insufficient shared memory (shm)' mean, how big should --shm-size be?")
     assert asked.answered and asked.results[0].id == "container-shm-too-small"
+    # The error line alone is a paste too: it may come from any machine, so it is only suggested as well.
+    line = engine.answer(SHM_LOG.splitlines()[-1])
+    assert not line.answered and shm_title in line.suggestions
 
 
 def test_reply_language_follows_the_query(engine):

@@ -324,8 +324,8 @@ class Engine:
         """A problem any system has (a small /dev/shm, an extension built for another torch) is only ours to
         diagnose when the paste shows an Ascend setup; otherwise its entry is offered as a suggestion, not an answer.
         A typed question is asked in the channel about the asker's own (Ascend) setup; a log that shows no trace of
-        Ascend may come from anywhere."""
-        if ev.in_domain or not prepared.is_log or not len(confidence) or not self.general.any():
+        Ascend may come from anywhere, and so may a single pasted error line."""
+        if ev.in_domain or not _pasted(ev, prepared) or not len(confidence) or not self.general.any():
             return confidence
         top = int(np.argmax(confidence))
         if self.general[top] and confidence[top] >= self.settings.threshold and not ev.foreign:
