@@ -358,6 +358,20 @@ def test_an_error_every_stack_prints_does_not_outweigh_a_foreign_paste(engine):
     assert ours.answered and ours.results[0].id == "vllm-max-model-len-exceeds-kv-cache"
 
 
+STATIC_TLS = "ImportError: /usr/lib/aarch64-linux-gnu/libgomp.so.1: cannot allocate memory in static TLS block"
+
+
+def test_a_foreign_paste_is_not_diagnosed_even_when_its_error_line_is_known(engine):
+    """A signature-exact error line on an NVIDIA box is suggested, not answered: the same line on an Ascend box is."""
+    paste = "two RTX 3090 cards, CUDA 12.1\n" + STATIC_TLS
+    assert engine.scope.classify(paste) == (False, "NVIDIA / CUDA")
+    foreign = engine.answer(paste)
+    assert not foreign.answered
+    assert "static-tls-block" in foreign.candidates[:3]
+    ours = engine.answer("Atlas 800I A2, CANN 8.0.RC3, torch_npu 2.1.0\n" + STATIC_TLS)
+    assert ours.answered and ours.results[0].id == "static-tls-block"
+
+
 def test_a_jetson_paste_is_another_stack(engine):
     _, foreign = engine.scope.classify("Jetson Xavier NX, JetPack 4.6\nOSError: libnvinfer.so.8: cannot open shared object file")
     assert foreign == "NVIDIA / CUDA"

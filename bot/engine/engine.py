@@ -156,6 +156,7 @@ class Engine:
         if retriever == "hybrid":
             confidence_of = self._unrecognised(confidence_of, ev, pasted, notices)
             confidence_of = self._triage_only(confidence_of, pasted)
+            confidence_of = self._foreign_only(confidence_of, ev)
         order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [_scored(i, confidence_of, ev) for i in order[:top_k]]
         confidence = max((s.confidence for s in scored), default=0.0)
@@ -350,6 +351,14 @@ class Engine:
         if highest < ceiling:
             return confidence
         return np.where(known, confidence, confidence * (ceiling / highest))  # order kept: they stay suggestions
+
+    def _foreign_only(self, confidence: np.ndarray, ev: "Evidence") -> np.ndarray:
+        """Text that plainly belongs to another stack (an RTX card, CUDA, Java...) and names nothing of Ascend is
+        never diagnosed, however well an entry's error line fits: the advice may even be right, but it is not this
+        channel's to give, and on another vendor's machine the next steps differ. The entries stay suggestions."""
+        if not ev.foreign or not len(confidence):
+            return confidence
+        return np.minimum(confidence, UNRECOGNISED_SHARE * self.settings.question_threshold)
 
     def _triage_only(self, confidence: np.ndarray, pasted: bool) -> np.ndarray:
         """An entry marked `triage` (an AI Core exception, a collective that timed out, a wrapper's return code)
