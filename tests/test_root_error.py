@@ -57,12 +57,13 @@ def test_aftermath_after_an_unrecognised_error_does_not_win(engine):
     assert not (answer.answered and answer.results[0].id == "tbe-main-process-disappeared")
 
 
-def test_aftermath_alone_is_recognised_and_asks_for_the_lines_above(engine):
-    """A copied aftermath line is a paste, not a question: the TBE line is recognised (its entry's first steps, a
-    triage reply), and the reply asks for the lines above it, where the first error is."""
+def test_aftermath_alone_still_gets_its_entry(engine):
+    """With no earlier error to blame, the TBE entry is the best help there is (a bare line, or a question quoting
+    it, is read as a question)."""
     answer = engine.answer("TBE Subprocess[task_distribute] raise error[], main process disappeared!")
-    assert not answer.answered and answer.recognised and answer.recognised.id == "tbe-main-process-disappeared"
-    assert any("paste the lines above it" in n for n in answer.notices)
+    assert answer.answered and answer.results[0].id == "tbe-main-process-disappeared"
+    quoted = engine.answer("multi-node deepseek prints a flood of `TBE Subprocess[task_distribute] raise error[], main process disappeared!`, why?")
+    assert quoted.answered and quoted.results[0].id == "tbe-main-process-disappeared"
 
 
 def test_a_lone_see_root_cause_above_line_is_not_answered_from_prose(engine):

@@ -27,7 +27,7 @@ from bot.engine.logfacts import LogFacts
 from bot.engine.models import Answer, CodeOut, CommandOut, FamilyOut, Hit, MatchedLine, PlaceholderOut
 from bot.engine.normalize import Prepared, prepare, reduce_to_focus
 from bot.engine.placeholders import safe_value
-from bot.engine.root import RootAnalysis, RootFinder
+from bot.engine.root import RootAnalysis, RootFinder, looks_pasted
 from bot.engine.scope import ScopeFilter
 from bot.engine.signatures import EntryMatch, LineMatch, SignatureIndex
 from bot.engine.text import warm_up
@@ -501,7 +501,8 @@ def _only_aftermath(ev: Evidence, prepared: Prepared) -> bool:
     cause above"): a copied line, not a question, and the error itself is in the lines the person did not paste."""
     if ev.analysis.root is not None or not ev.analysis.consequences:
         return False
-    return all(n in ev.analysis.consequences for n, line in enumerate(prepared.lines) if line.strip())
+    # A typed question that quotes such a line ("what does 'TBE Subprocess ... disappeared' mean?") stays a question.
+    return all(n in ev.analysis.consequences and looks_pasted(line) for n, line in enumerate(prepared.lines) if line.strip())
 
 
 def _lines_at_least(lines: list[str], count: int) -> bool:
