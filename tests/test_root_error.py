@@ -64,6 +64,8 @@ def test_aftermath_alone_still_gets_its_entry(engine):
     assert answer.answered and answer.results[0].id == "tbe-main-process-disappeared"
     quoted = engine.answer("multi-node deepseek prints a flood of `TBE Subprocess[task_distribute] raise error[], main process disappeared!`, why?")
     assert quoted.answered and quoted.results[0].id == "tbe-main-process-disappeared"
+    tagged = engine.answer("what does '[ERROR] TBE Subprocess[task_distribute] raise error[], main process disappeared!' mean?")
+    assert tagged.answered and tagged.results[0].id == "tbe-main-process-disappeared"
 
 
 def test_a_lone_see_root_cause_above_line_is_not_answered_from_prose(engine):

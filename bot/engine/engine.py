@@ -502,7 +502,8 @@ def _only_aftermath(ev: Evidence, prepared: Prepared) -> bool:
     if ev.analysis.root is not None or not ev.analysis.consequences:
         return False
     # A typed question that quotes such a line ("what does 'TBE Subprocess ... disappeared' mean?") stays a question.
-    return all(n in ev.analysis.consequences and looks_pasted(line) for n, line in enumerate(prepared.lines) if line.strip())
+    return all(n in ev.analysis.consequences and looks_pasted(line) and "?" not in line and "？" not in line
+               for n, line in enumerate(prepared.lines) if line.strip())
 
 
 def _lines_at_least(lines: list[str], count: int) -> bool:
