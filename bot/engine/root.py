@@ -47,11 +47,6 @@ _TECHNICAL = re2.compile(r"[A-Za-z_]\w*(?:Error|Exception)\b|\[ERROR\]|\bERROR\b
 # A line pasted from a log or a traceback rather than typed by a person: it opens with an exception (a typed
 # question may name one, but does not start with "RuntimeError: ...") or carries a logger's [ERROR] tag.
 _PASTED = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:|.{0,80}\[(?:ERROR|error|E)\])", _OPTIONS)
-
-
-def looks_pasted(line: str) -> bool:
-    """A line copied from a log or a traceback rather than typed by a person (who may quote an error in a sentence)."""
-    return bool(is_log_line(line) or _PASTED.search(line[:MAX_LINE]))
 # "this will produce the following error:", "报错如下：": a sentence that introduces the paste.
 _INTRO = re2.compile(r"[:：]\s*$", _OPTIONS)
 # An issue title as trackers template it: "[Bug]: ...", "[Installation]: ...", "【Ascend 310P】...".
@@ -62,6 +57,11 @@ _STRONG = re2.compile(
     r"segmentation fault|core dumped|\btimed? ?out\b|\berror\b|报错|失败|异常",
     _OPTIONS,
 )
+
+
+def looks_pasted(line: str) -> bool:
+    """A line copied from a log or a traceback rather than typed by a person (who may quote an error in a sentence)."""
+    return bool(is_log_line(line) or _PASTED.search(line[:MAX_LINE]))
 
 
 @dataclass
