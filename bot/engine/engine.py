@@ -151,8 +151,8 @@ class Engine:
         fused = self.fused(ev, prepared, notices)
         # The calibration was fitted on the hybrid; a retriever alone is reported on its own fused score.
         confidence_of = self.calibrator.confidence(self.features(fused, ev, prepared)) if retriever == "hybrid" else fused
-        confidence_of = self._outside_ascend(confidence_of, ev, prepared, notices)
         pasted = _pasted(ev, prepared)  # read once: the gates below and the threshold all depend on it
+        confidence_of = self._outside_ascend(confidence_of, ev, pasted, notices)
         if retriever == "hybrid":
             confidence_of = self._unrecognised(confidence_of, ev, pasted, notices)
             confidence_of = self._triage_only(confidence_of, pasted)
@@ -321,12 +321,12 @@ class Engine:
             notices.append(f"this looks like a problem of {foreign}, not of MindIE or Ascend")
         return fused
 
-    def _outside_ascend(self, confidence: np.ndarray, ev: "Evidence", prepared: Prepared, notices: list[str]) -> np.ndarray:
+    def _outside_ascend(self, confidence: np.ndarray, ev: "Evidence", pasted: bool, notices: list[str]) -> np.ndarray:
         """A problem any system has (a small /dev/shm, an extension built for another torch) is only ours to
         diagnose when the paste shows an Ascend setup; otherwise its entry is offered as a suggestion, not an answer.
         A typed question is asked in the channel about the asker's own (Ascend) setup; a log that shows no trace of
         Ascend may come from anywhere, and so may a single pasted error line."""
-        if ev.in_domain or not _pasted(ev, prepared) or not len(confidence) or not self.general.any():
+        if ev.in_domain or not pasted or not len(confidence) or not self.general.any():
             return confidence
         top = int(np.argmax(confidence))
         if self.general[top] and confidence[top] >= self.settings.threshold and not ev.foreign:
