@@ -593,10 +593,16 @@ class SharedState:
             return conn.execute(stmt).first() is not None
 
     def claim_outcome(self, kind: str, key: str, ttl: float, *, processing: bool = True) -> str:
-        """Like claim(), saying why a claim was lost: "claimed"; "busy" (another live replica is still
+        """Like claim(), saying how it went: "claimed"; "resumed" (won from a replica that died while processing
+        it, so its reply may already be out: look before answering again); "busy" (another live replica is still
         processing it, so a retry should come later); or "done" (handled already, here or elsewhere)."""
-        if self.claim(kind, key, ttl, processing=processing):
-            return "claimed"
+        now = time.time()
+        with self.db.begin() as conn:
+            before = conn.execute(sa.select(claims.c.owner, claims.c.done, claims.c.expires_at)
+                                  .where(claims.c.kind == kind, claims.c.key == key)).first()
+        if self.claim(kind, key, ttl, processing=processing, now=now):
+            unfinished = before is not None and not before.done and before.expires_at > now and before.owner != self.db.replica_id
+            return "resumed" if unfinished else "claimed"
         with self.db.begin() as conn:
             row = conn.execute(sa.select(claims.c.owner, claims.c.done).where(claims.c.kind == kind, claims.c.key == key)).first()
         busy = row is not None and not row.done and row.owner != self.db.replica_id

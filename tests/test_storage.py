@@ -206,8 +206,10 @@ def test_claims_expire_finish_and_are_taken_over_only_from_a_dead_replica(db_url
     # the replica holding it stops beating (killed): the claim is taken over
     with a.begin() as conn:
         conn.execute(sa.update(replicas).where(replicas.c.id == a.replica_id).values(heartbeat_at=now - 60))
-    assert sb.claim("event", "E1", 3600, processing=True, now=now + 2)
+    assert sb.claim_outcome("event", "E1", 3600) == "resumed"  # taken over: a's reply may already be out
     assert not sa_.claim("event", "E1", 3600, processing=True, now=now + 3)  # now b holds it, alive
+    assert sa_.claim("event", "E3", 3600, processing=True, now=now)  # a fresh claim is "claimed", not "resumed"
+    assert sb.claim_outcome("event", "E4", 3600) == "claimed"
     # a finished claim is never taken over, dead owner or not
     assert sa_.claim("event", "E2", 3600, processing=True, now=now)
     sa_.finish("event", "E2")

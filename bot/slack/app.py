@@ -75,6 +75,7 @@ LIMIT_NOTE_SECONDS = 60.0  # at most one "slow down" note per user per minute
 _TEXT_ONLY_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments"}
 # Interactions that carry a one-time trigger_id: a second request with the same one is a replay.
 _INTERACTIONS = {"block_actions", "shortcut", "message_action", "view_submission", "view_closed", "block_suggestion"}
+REPLY_EVENT = "mindie_help_reply"  # message metadata on each answer: which message it answers (see replied_to())
 CLAIMS = "mindie_help_claims"  # context key: the de-duplication claims this request holds until it is handled
 
 
@@ -405,11 +406,16 @@ class SlackBot:
             return False
         return True
 
-    def post(self, channel: str, thread_ts: str | None, rendered: bk.Rendered) -> dict | None:
-        """chat.postMessage; a Block Kit rejection is retried as plain text. Returns the API response data."""
+    def post(self, channel: str, thread_ts: str | None, rendered: bk.Rendered, reply_to: str | None = None) -> dict | None:
+        """chat.postMessage; a Block Kit rejection is retried as plain text. Returns the API response data.
+
+        `reply_to` (the ts of the message answered) travels as message metadata, so a replica that resumes a dead
+        replica's work can tell whether that message was answered already (replied_to())."""
         kwargs: dict[str, Any] = {"channel": channel, "unfurl_links": False, "unfurl_media": False}
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
+        if reply_to:
+            kwargs["metadata"] = {"event_type": REPLY_EVENT, "event_payload": {"reply_to": reply_to}}
         try:
             return self.client.chat_postMessage(text=rendered.text, blocks=rendered.blocks, **kwargs).data  # type: ignore[return-value]
         except SlackApiError as exc:
@@ -418,6 +424,33 @@ class SlackBot:
                 raise
             log.warning(kv("blocks_rejected", channel=channel, error=error))
             return self.client.chat_postMessage(text=rendered.text, **kwargs).data  # type: ignore[return-value]
+
+    def replied_to(self, channel: str, thread_ts: str | None, ts: str | None) -> bool:
+        """Whether the bot's reply to message `ts` is already in its thread: one whose metadata names `ts`, or,
+        when `ts` starts the thread, any reply by the bot (in case metadata is not returned). On an API error it
+        says False: answering twice is better than not at all."""
+        if not thread_ts or not ts:
+            return False
+        try:
+            data = self.client.conversations_replies(channel=channel, ts=thread_ts, limit=200, include_all_metadata=True)
+        except Exception as exc:
+            log.warning(kv("thread_check_failed", channel=channel, error=api_error(exc)))
+            return False
+        for message in data.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            mine = (self.bot_id and message.get("bot_id") == self.bot_id) or (self.bot_user_id and message.get("user") == self.bot_user_id)
+            if not mine:
+                continue
+            meta = message.get("metadata")
+            if not isinstance(meta, dict) or meta.get("event_type") != REPLY_EVENT:
+                if thread_ts == ts:
+                    return True
+                continue
+            payload = meta.get("event_payload")
+            if isinstance(payload, dict) and payload.get("reply_to") == ts:
+                return True
+        return False
 
     def post_error(self, channel: str, thread_ts: str | None, lang: str, ref: str) -> None:
         try:
@@ -500,8 +533,11 @@ class SlackBot:
         own, forced = split_lang_flag(strip_mentions(text))
         lang = forced or guess_lang(own)
         try:
+            if self.dedupe.resumed_message(channel, ts) and self.replied_to(channel, thread_ts, ts):
+                log.info(kv("resumed_already_answered", surface=surface, channel=channel, ts=ts))
+                return  # the replica that died holding this message had answered it
             if not files and is_chitchat(own):  # "thanks!": a friendly line, not a knowledge gap
-                self.post(channel, thread_ts, bk.render_text(bk.label(lang, "chitchat"), lang))
+                self.post(channel, thread_ts, bk.render_text(bk.label(lang, "chitchat"), lang), reply_to=ts)
                 log.info(kv("chitchat", surface=surface, channel=channel))
                 return
             fetched = self.fetch_files(files)
@@ -513,13 +549,13 @@ class SlackBot:
             notes = self.file_notes(fetched, lang)
             if not query.strip() or (own.lower() in HELP_WORDS and not fetched):
                 usage = bk.label(lang, "usage")
-                self.post(channel, thread_ts, bk.render_text("\n".join(notes + [usage]), lang))
+                self.post(channel, thread_ts, bk.render_text("\n".join(notes + [usage]), lang), reply_to=ts)
                 log.info(kv("usage", surface=surface, channel=channel, skipped_files=len(notes)))
                 return
             answer = self.ask(query, received, forced)
             fp = fingerprint(query)
             rendered = self.render_reply(answer, query, fp, thread_ts=thread_ts, extra_notes=notes)
-            self.post(channel, thread_ts, rendered)
+            self.post(channel, thread_ts, rendered, reply_to=ts)
             if thread_ts:
                 self.answered_threads.set((channel, thread_ts), time.time())
             if not answer.answered:

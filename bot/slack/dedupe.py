@@ -124,15 +124,20 @@ class Deduper:
         self._messages: TTLCache[bool] = TTLCache(ttl, maxsize)
         self._shared = _Shared(state)
         self._local = threading.local()
+        self._resumed: TTLCache[bool] = TTLCache(ttl, maxsize)  # claims won from a replica that died holding them
 
     def _claim(self, cache: TTLCache[bool], kind: str, key: Hashable, db_key: str) -> str:
-        """"claimed", "busy" or "done"."""
+        """"claimed", "busy" or "done". A claim resumed from a dead replica is "claimed" here and remembered
+        (see resumed_message())."""
         if key in cache:  # this replica saw it: no round trip
             return "done"
         state = self._shared.state
         outcome = self._shared.call(kind, lambda: state.claim_outcome(kind, db_key, self.ttl), "done")  # type: ignore[union-attr]
         if outcome is None:
             return "claimed" if cache.add_if_absent(key, True) else "done"
+        if outcome == "resumed":
+            self._resumed.set((kind, db_key), True)
+            outcome = "claimed"
         if outcome == "claimed":
             cache.set(key, True)
             held = getattr(self._local, "claims", None)
@@ -163,6 +168,11 @@ class Deduper:
         if not channel or not ts:
             return True
         return self._claim(self._messages, "message", (channel, ts), f"{channel}:{ts}") == "claimed"
+
+    def resumed_message(self, channel: str | None, ts: str | None) -> bool:
+        """Whether this replica took the message over from one that died while answering it: that reply may
+        have reached Slack before the death, so the thread should be looked at before answering again."""
+        return bool(channel and ts) and ("message", f"{channel}:{ts}") in self._resumed
 
     def finish(self, kind: str, key: str) -> None:
         """The work for a processing claim is done: its duplicates are dropped even if this replica dies later."""

@@ -172,6 +172,9 @@ class Events:
         started = time.monotonic()
         thread_claimed = False
         try:
+            if self.bot.dedupe.resumed_message(channel, ts) and self.bot.replied_to(channel, root, ts):
+                log.info(kv("resumed_already_answered", surface="auto", channel=channel, ts=ts))
+                return  # the replica that died holding this message had answered it
             fetched = self.bot.fetch_files(files) if files else []
             readable = [f for f in fetched if f.ok]
             is_log = looks_like_log(text) or bool(readable)
@@ -204,7 +207,7 @@ class Events:
                     self.bot.answered_threads.release((channel, root))
                 return
             rendered = self.bot.render_reply(answer, query, fp, thread_ts=root, extra_notes=self.bot.file_notes(fetched, answer.lang))
-            self.bot.post(channel, root, rendered)
+            self.bot.post(channel, root, rendered, reply_to=ts)
             self.bot.answered_threads.set((channel, root), time.time())
             self.bot.log_reply("auto", channel, who, query, answer, fp, started)
         except Exception as exc:  # auto-replies fail silently in the channel, loudly in the log

@@ -180,14 +180,25 @@ class FakeSlack:
             if params.get("channel") == "CNOTIN":
                 return 200, {"ok": False, "error": "not_in_channel"}, {}
             ts = self._next_ts()
-            return 200, {"ok": True, "channel": params.get("channel"), "ts": ts, "message": {"text": params.get("text"), "ts": ts, "bot_id": BOT_ID}}, {}
+            message = {"type": "message", "text": params.get("text"), "ts": ts, "bot_id": BOT_ID, "user": BOT_USER_ID}
+            metadata = params.get("metadata")
+            if isinstance(metadata, str):
+                metadata = json.loads(metadata)
+            if params.get("thread_ts"):  # the thread then lists it, as Slack's conversations.replies would
+                stored = {**message, "thread_ts": params["thread_ts"], **({"metadata": metadata} if metadata else {})}
+                with self._lock:
+                    self.replies.setdefault((str(params.get("channel", "")), str(params["thread_ts"])), []).append(stored)
+            return 200, {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}, {}
         if method == "chat.postEphemeral":
             return 200, {"ok": True, "message_ts": self._next_ts()}, {}
         if method == "files.info":
             info = self.file_infos.get(params.get("file", ""))
             return 200, ({"ok": True, "file": info} if info else {"ok": False, "error": "file_not_found"}), {}
         if method == "conversations.replies":
-            messages = self.replies.get((params.get("channel", ""), params.get("ts", "")), [])
+            with self._lock:
+                messages = list(self.replies.get((params.get("channel", ""), params.get("ts", "")), []))
+            if str(params.get("include_all_metadata", "")).lower() not in ("1", "true"):  # Slack leaves it out unless asked
+                messages = [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
             return 200, {"ok": True, "messages": messages, "has_more": False}, {}
         if method == "chat.getPermalink":
             channel, ts = str(params.get("channel", "")), str(params.get("message_ts", ""))

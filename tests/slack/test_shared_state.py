@@ -226,3 +226,54 @@ def test_after_a_restart_a_retry_or_a_replayed_command_is_not_answered_again(mak
     assert again.command(OOM_LINE, "cmd-before", trigger_id="777.1.replay")[0] == 200
     again.idle()
     assert len(fake.posts(CH)) == 1 and len(fake.responses("cmd-before")) == 1
+
+
+def test_a_replica_resuming_a_dead_replicas_message_answers_only_what_was_not_answered(pair):
+    """A replica killed after its reply reached Slack but before it recorded the work done leaves claims that a
+    retry takes over. The survivor looks at the thread first: each reply carries, as message metadata, the ts of the
+    message it answers, so it stays silent for that message and still answers the ones the dead replica never did."""
+    import sqlalchemy as sa
+
+    from bot.storage import claims, replicas
+
+    a, b = pair
+    fake = a.fake
+    first = {"type": "app_mention", "user": "UALICE", "channel": CH, "ts": "1700000901.000100", "text": bot_mention(SOCKET_LOG)}
+    a.event(first, event_id="Ev0DEAD1")
+    fake.wait_for(lambda: fake.posts(CH))
+    a.idle()
+    dead = a.bot.state.db.replica_id
+    a.server.stop()
+    a.bot.feedback.close()  # stops its heartbeat and leaves the replica list, as a killed process falls out of it
+
+    def held_by_dead_replica(event_id: str, ts: str) -> None:
+        """The claims as a replica leaves them when it dies in the middle of its work (done = 0)."""
+        now = time.time()
+        with b.bot.state.db.begin() as conn:
+            for kind, key in (("event", event_id), ("message", f"{CH}:{ts}")):
+                conn.execute(sa.delete(claims).where(claims.c.kind == kind, claims.c.key == key))
+                conn.execute(sa.insert(claims).values(kind=kind, key=key, owner=dead, done=0, expires_at=now + 3600, created_at=now))
+            assert conn.execute(sa.select(replicas.c.id).where(replicas.c.id == dead)).first() is None
+
+    # 1. answered, then killed before recording it: Slack's retry reaches b, which finds the reply and stays silent
+    held_by_dead_replica("Ev0DEAD1", first["ts"])
+    status, _, _ = b.event(first, event_id="Ev0DEAD1", extra_headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+    assert status == 200
+    b.idle()
+    assert len(fake.posts(CH)) == 1
+    assert fake.posts(CH)[0].params["metadata"]["event_payload"]["reply_to"] == first["ts"]
+    # 2. killed before answering: b answers it
+    second = {**first, "ts": "1700000902.000100"}
+    held_by_dead_replica("Ev0DEAD2", second["ts"])
+    b.event(second, event_id="Ev0DEAD2", extra_headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+    fake.wait_for(lambda: fake.posts(CH), count=2)
+    # 3. a second question in the first thread, never answered: the reply to the thread's first message is not its reply
+    third = {**first, "ts": "1700000903.000100", "thread_ts": first["ts"], "text": bot_mention(OOM_LINE)}
+    held_by_dead_replica("Ev0DEAD3", third["ts"])
+    b.event(third, event_id="Ev0DEAD3", extra_headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+    fake.wait_for(lambda: fake.posts(CH), count=3)
+    b.idle()
+    posts = fake.posts(CH)
+    assert len(posts) == 3
+    assert [p.params["thread_ts"] for p in posts] == [first["ts"], second["ts"], first["ts"]]
+    assert fake.api_calls("conversations.replies")  # the survivor did look before answering
