@@ -87,6 +87,13 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
         ("ImportError: ascend_extension.so: undefined symbol: _ZN7c10_npu3acl20AclrtPeekAtLastErrorE", "version-mismatch"),
         ("AttributeError: module 'torch_npu.npu' has no attribute 'profile'", "version-mismatch"),  # an API that moved
         ("TypeError: __init__() got an unexpected keyword argument 'box_type'", "version-mismatch"),
+        # a name, submodule or attribute the caller was written against is gone from the installed release
+        ("ImportError: cannot import name 'HcclOpModeSetFeature' from 'mindspeed.features_manager' (/x/__init__.py)", "version-mismatch"),
+        ("ModuleNotFoundError: No module named 'mindspore.comm.func'", "version-mismatch"),
+        ("AttributeError: 'AscendQwen2DecoderLayer' object has no attribute 'attention_type'", "version-mismatch"),
+        ("TypeError: forward() missing 1 required positional argument: 'interpolation'", "version-mismatch"),
+        ("ModuleNotFoundError: No module named 'vllm._C'", "python-env"),  # a build without its extension, not an API drift
+        ("ImportError: cannot import name 'soft_unicode' from 'markupsafe'", "python-env"),  # not the serving stack's own
         ("E1122 ImageProcessorDptr.hpp:819] Failed to recognize Ascend chip. (Code = -1)", "device"),
         ("Call aclInit(nullptr) failed : 507008", "device"),
         ("OSError: (External) NpuAclnnOpRunner: aclnnInplaceFillScalar", "cann-error"),
