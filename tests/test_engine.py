@@ -411,3 +411,16 @@ def test_new_entries_answer_their_own_errors(engine, paste: str, expected: str):
 def test_the_dcmi_entry_names_the_capability_a_locked_down_container_needs(engine):
     hit = engine.answer("npu-smi: dcmi module initialize failed. ret is -8005\n").results[0]
     assert any("DAC_OVERRIDE" in c for c in hit.commands)
+
+
+def test_a_paste_no_signature_knows_is_answered_from_its_words_only_when_both_retrievers_agree(engine):
+    """A two-line paste (a report title and the image it used) that no signature recognises: the lexical and the
+    dense retriever pick different entries, so the fused winner is a guess and stays a suggestion (it was answered at
+    0.59 with the 300I Duo entry, while the thread's fix was elsewhere). When both pick the same entry, the words are
+    evidence enough and it is answered."""
+    split = engine.answer("qwen3-30b-a3b-instruct-2507 能够在300i duo上启动，curl测试崩掉了。\n"
+                          "docker pull --platform=arm64 quay.io/ascend/vllm-ascend:v0.18.0rc1-310p-openeuler")
+    assert not split.answered
+    assert split.suggestions  # the closest topics are still offered
+    agreed = engine.answer("euleros based系统上无法通过pip安装 torch-npu\npip install torch-npu 提示找不到可用版本（EulerOS 系统自带的 python）")
+    assert agreed.answered and "signatures" not in agreed.results[0].retrievers
