@@ -92,6 +92,8 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
         ("ModuleNotFoundError: No module named 'mindspore.comm.func'", "version-mismatch"),
         ("AttributeError: 'AscendQwen2DecoderLayer' object has no attribute 'attention_type'", "version-mismatch"),
         ("TypeError: forward() missing 1 required positional argument: 'interpolation'", "version-mismatch"),
+        ("RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the current working operator name is HcclBroadcast.", "hccl"),
+        ("NPU function error: call aclnnMoeDistributeDispatchV4 failed, error code is 561000", "hccl"),
         ("ModuleNotFoundError: No module named 'vllm._C'", "python-env"),  # a build without its extension, not an API drift
         ("ImportError: cannot import name 'soft_unicode' from 'markupsafe'", "python-env"),  # not the serving stack's own
         ("E1122 ImageProcessorDptr.hpp:819] Failed to recognize Ascend chip. (Code = -1)", "device"),
