@@ -73,6 +73,11 @@ def main() -> None:
     print(f"{'top answer rested on':42s} {'helps':>6s} {'misleads':>9s}")
     for kind, (helps, misleads) in sorted(table.items()):
         print(f"{kind:42s} {helps:6d} {misleads:9d}")
+    # The answers the word-split rule (Engine._uncorroborated) withholds beyond the error-line rule: a paste with no
+    # error line, resting on words alone, where the lexical and dense retrievers picked different entries.
+    guessed = [r for r in rows if r["answered"] and r.get("split") and r.get("pasted") and r["root"] is None]
+    print(f"{'prose only, no error line, pasted, split':42s} {sum(r['helps'] for r in guessed):6d} "
+          f"{sum(r['misleads'] for r in guessed):9d}")
     helps = sum(r["helps"] for r in rows)
     misleads = sum(r["misleads"] for r in rows)
     print(f"{'all answers':42s} {helps:6d} {misleads:9d}   (helps {helps / diagnosable:.1%} of diagnosable, misleads {misleads / len(rows):.1%})")
