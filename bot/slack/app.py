@@ -425,23 +425,25 @@ class SlackBot:
             log.warning(kv("blocks_rejected", channel=channel, error=error))
             return self.client.chat_postMessage(text=rendered.text, **kwargs).data  # type: ignore[return-value]
 
+    def bot_messages_in_thread(self, channel: str, thread_ts: str, *, limit: int = 100, metadata: bool = False) -> list[dict]:
+        """The bot's own messages in a thread, as Slack lists them now (memory is lost on restart and a dead
+        replica's is elsewhere); none when Slack cannot be asked."""
+        try:
+            kwargs: dict[str, Any] = {"include_all_metadata": True} if metadata else {}
+            data = self.client.conversations_replies(channel=channel, ts=thread_ts, limit=limit, **kwargs)
+        except Exception as exc:
+            log.warning(kv("thread_check_failed", channel=channel, error=api_error(exc)))
+            return []
+        return [m for m in data.get("messages") or [] if isinstance(m, dict) and (
+            (self.bot_id and m.get("bot_id") == self.bot_id) or (self.bot_user_id and m.get("user") == self.bot_user_id))]
+
     def replied_to(self, channel: str, thread_ts: str | None, ts: str | None) -> bool:
         """Whether the bot's reply to message `ts` is already in its thread: one whose metadata names `ts`, or,
         when `ts` starts the thread, any reply by the bot (in case metadata is not returned). On an API error it
         says False: answering twice is better than not at all."""
         if not thread_ts or not ts:
             return False
-        try:
-            data = self.client.conversations_replies(channel=channel, ts=thread_ts, limit=200, include_all_metadata=True)
-        except Exception as exc:
-            log.warning(kv("thread_check_failed", channel=channel, error=api_error(exc)))
-            return False
-        for message in data.get("messages") or []:
-            if not isinstance(message, dict):
-                continue
-            mine = (self.bot_id and message.get("bot_id") == self.bot_id) or (self.bot_user_id and message.get("user") == self.bot_user_id)
-            if not mine:
-                continue
+        for message in self.bot_messages_in_thread(channel, thread_ts, limit=200, metadata=True):
             meta = message.get("metadata")
             if not isinstance(meta, dict) or meta.get("event_type") != REPLY_EVENT:
                 if thread_ts == ts:

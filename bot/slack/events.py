@@ -217,15 +217,7 @@ class Events:
 
     def bot_replied_in_thread(self, channel: str, root_ts: str) -> bool:
         """Ask Slack whether the bot already posted in this thread (memory is lost on restart)."""
-        try:
-            data = self.bot.client.conversations_replies(channel=channel, ts=root_ts, limit=100)
-        except Exception as exc:
-            log.warning(kv("thread_check_failed", channel=channel, error=api_error(exc)))
+        if not self.bot.bot_messages_in_thread(channel, root_ts):
             return False
-        for message in data.get("messages") or []:
-            if not isinstance(message, dict):
-                continue
-            if (self.bot.bot_id and message.get("bot_id") == self.bot.bot_id) or (self.bot.bot_user_id and message.get("user") == self.bot.bot_user_id):
-                self.bot.answered_threads.set((channel, root_ts), time.time())
-                return True
-        return False
+        self.bot.answered_threads.set((channel, root_ts), time.time())
+        return True
