@@ -53,6 +53,7 @@ def word_guess(engine: Engine, query: str, top: str | None) -> tuple[bool | None
         agree = int(ev.lexical.argmax()) == at and int(ev.dense.argmax()) == at and float(ev.dense[at]) > 0.0
         root = ev.analysis.root
         lines = sum(1 for line in prepared.lines if line.strip())
+        # Engine._pasted's test, written out: most of the commits replayed predate it.
         pasted = bool((root is not None and getattr(root, "pasted", True)) or prepared.is_log or lines >= 2)
         return bool(float(ev.signatures[at]) == 0.0 and not agree), pasted
     except Exception:  # an older engine without one of these: the replay still reports the rest
