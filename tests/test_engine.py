@@ -424,3 +424,30 @@ def test_a_paste_no_signature_knows_is_answered_from_its_words_only_when_both_re
     assert split.suggestions  # the closest topics are still offered
     agreed = engine.answer("euleros based系统上无法通过pip安装 torch-npu\npip install torch-npu 提示找不到可用版本（EulerOS 系统自带的 python）")
     assert agreed.answered and "signatures" not in agreed.results[0].retrievers
+
+
+def test_a_log_without_an_error_line_is_weighed_like_the_question_it_comes_with(engine):
+    """INFO lines pasted under a question ("same prompts, only the batch order changed: why?") hold no error for a
+    signature to recognise, so the calibration for typed questions weighs them: their words say what the problem is.
+    A log with an error line, or one a signature recognises (mojibake in a response), stays with the log model."""
+    from bot.engine.calibration import FEATURES
+    from bot.engine.normalize import prepare
+
+    def log_model(text: str) -> bool:
+        prepared = prepare(text, engine.settings.max_input_bytes)
+        ev = engine.evidence(prepared, {"signatures", "lexical", "dense"})
+        features = engine.features(engine.fused(ev, prepared, []), ev, prepared).matrix
+        return bool(features[0, FEATURES.index("is_log")] > 0.5)
+
+    info_only = ("same 4 prompts, only their order in the batch changed; why does the output differ?\n```\n"
+                 "[2025-06-03 10:11:40,331] [INFO] [run_pa.py:322] Question[0]: hello\n"
+                 "[2025-06-03 10:11:40,331] [INFO] [run_pa.py:323] Answer[0]: the great wall is\n```")
+    assert prepare(info_only, engine.settings.max_input_bytes).is_log
+    assert not log_model(info_only)
+    assert log_model(SOCKET_LOG)
+    mojibake = ('[2025-04-21 15:20:11.004] [INFO] [text_generator.py:212] request 3 finished, output tokens: 128\n'
+                '[2025-04-21 15:20:11.006] [INFO] [endpoint] response sent, status 200\n'
+                '{"generated_text":"ĠçļĦ æĺ¯ ĠĠ ï¼Į Ġ ÃĤ Ã¥ Ċ Ċ ĠçļĦçļĦ ãĢĤ ĠĠĠ è¿Ļ"}\n'
+                '[2025-04-21 15:20:12.117] [INFO] [endpoint] heartbeat ok')
+    assert prepare(mojibake, engine.settings.max_input_bytes).is_log
+    assert log_model(mojibake)

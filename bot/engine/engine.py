@@ -292,10 +292,13 @@ class Engine:
         foreign = 1.0 if ev.foreign else 0.0
         has_root = ev.analysis.root is not None
         length = min(1.0, np.log1p(sum(1 for ln in prepared.lines if ln.strip())) / np.log(200))
+        # INFO lines pasted under a question hold nothing a signature could recognise: the question's words carry it,
+        # so the calibration for typed questions weighs them (FAQ sets +3, real dev sets +1 help, +1 mislead).
+        log_model = float(prepared.is_log and (bool(prepared.error_lines) or float(ev.signatures.max(initial=0.0)) >= KNOWN_SIGNATURE))
         return Features.build(
             fused=fused, signature=ev.signatures, lexical=ev.lexical, dense=ev.dense, on_root=ev.on_root,
             family_agrees=agrees.astype(float), family_differs=differs.astype(float), margin=margin,
-            is_log=np.full(n, float(prepared.is_log)), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
+            is_log=np.full(n, log_model), consequence_only=ev.consequence_only, foreign=np.full(n, foreign),
             no_root_match=np.full(n, float(has_root and not ev.on_root.any())),
             # A long paste with many error lines is harder to pin on one entry than a short question.
             length=np.full(n, length),
@@ -303,7 +306,7 @@ class Engine:
             # How far fused evidence and a signature hit can be trusted differs between a short question and a
             # long log, where generic lines match symptom-level entries.
             fused_x_length=fused * length,
-            signature_x_log=ev.signatures * float(prepared.is_log),
+            signature_x_log=ev.signatures * log_model,
         )
 
     def _adjust(self, fused: np.ndarray, sig: np.ndarray, foreign: str | None, notices: list[str]) -> np.ndarray:
