@@ -277,3 +277,30 @@ def test_corpus_check_warns_about_signatures_that_claim_other_entries_examples(c
     warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: corpus/socket-bind-failed.yaml")]
     assert warnings and any("npu-out-of-memory example" in w for w in warnings)
     assert runner.invoke(app, ["corpus", "check", "--strict"], env=env).exit_code == 1
+
+
+def test_signature_matching_finds_exactly_what_each_pattern_finds_on_each_line():
+    """Matching reads the whole paste with small RE2 sets (multi-line patterns, a small memory budget each) and
+    then only the patterns they name. Whatever the shortcut, the result must be what searching every line with every
+    pattern on its own gives: a set whose DFA ran out of memory, or a multi-line match that hid a line's own, would
+    silently lose entries. Ordinary lines (every example of the corpus, in one paste) and hostile ones."""
+    from tests.hostile_cases import OOM_LINE, SOCKET_LINE
+
+    corpus = load_corpus(CORPUS)
+    index = SignatureIndex.from_corpus(corpus)
+    lines = [line for entry in corpus.entries for log in entry.example_logs for line in log.splitlines()]
+    lines += [SOCKET_LINE, "", OOM_LINE, "[" * 9_000, "ERROR " + "x" * 7_990, "é漢\x00" * 2_000, "   ",
+              " ".join(f"MIE05E{n:06d} EZ{n % 10_000:04d}" for n in range(400)), "Tiling failed", "  setup failed!  "]
+    whole = "\n".join(lines)
+    expected: dict[str, set[int]] = {}
+    for n, line in enumerate(lines):
+        line = line[:8_000]
+        if not line.strip():
+            continue
+        for i, (entry_id, _, _, compiled) in enumerate(index._patterns):
+            if (compiled.search(line) and all(t in line for t in index._also[i])
+                    and all(rx.search(whole[:200_000]) for rx in index._context[i])):
+                expected.setdefault(entry_id, set()).add(n)
+    got = {entry_id: {m.line_no for m in match.lines} for entry_id, match in index.match(lines).items()}
+    assert got == expected
+    assert len(got) > 150  # nearly every entry with signatures matches its own examples
