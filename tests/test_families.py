@@ -31,6 +31,11 @@ def detector() -> FamilyDetector:
         ("单卡训练正常，换成多卡就报错 RuntimeError", "hccl"),
         ("[Installation]: failed to build the custom kernels from source", "python-env"),
         ("两台机器用 vllm-ascend 部署 Qwen3-235B，实例一直起不来", "model-support"),
+        ("在双机 800I A2 上用 DP4 TP4 拉起模型，一直卡住拉不起来", "hccl"),
+        ("two nodes with 8 NPUs each: the server is stuck at start-up", "hccl"),
+        ("7B 的模型只会回答感叹号，3B 的模型一切正常", "precision"),
+        ("升级到 0.13.0 之后性能不如 0.7.3 版本", "performance"),
+        ("performance regression after upgrading vllm-ascend", "performance"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
