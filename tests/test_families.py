@@ -36,6 +36,9 @@ def detector() -> FamilyDetector:
         ("7B 的模型只会回答感叹号，3B 的模型一切正常", "precision"),
         ("升级到 0.13.0 之后性能不如 0.7.3 版本", "performance"),
         ("performance regression after upgrading vllm-ascend", "performance"),
+        ("华为昇腾 NPU310P3支持吗", "hardware-support"),
+        ("请问支不支持910b4", "hardware-support"),
+        ("ascend 310推理是否适配，后续是否有适配计划？", "hardware-support"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
