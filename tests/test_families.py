@@ -38,6 +38,8 @@ def detector() -> FamilyDetector:
         ("performance regression after upgrading vllm-ascend", "performance"),
         ("华为昇腾 NPU310P3支持吗", "hardware-support"),
         ("请问支不支持910b4", "hardware-support"),
+        ("funasr支持昇腾npu吗？", "model-support"),
+        ("[New Model]: Kimi-VL models are already supported on vllm, but I cannot run them directly", "model-support"),
         ("ascend 310推理是否适配，后续是否有适配计划？", "hardware-support"),
     ],
 )
