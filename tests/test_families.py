@@ -119,3 +119,16 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
 )
 def test_an_error_line_names_its_family(detector: FamilyDetector, line: str, family: str) -> None:
     assert detector.of_line(line)[0] == family
+
+
+def test_what_a_root_line_names_outranks_the_generic_code_on_it(engine) -> None:
+    """A CANN code such as EZ9999 says only that something failed; the words on the same line say what: a MoE
+    dispatch collective that failed is the HCCL family's, not the generic CANN error family's."""
+    paste = ("[rank1]: RuntimeError: call aclnnMoeDistributeDispatchV4 failed, detail:EZ9999: Inner Error!\n"
+             "[rank1]: EZ9999: [PID: 2201] 2026-01-01 mc2 kernel launch failed")
+    answer = engine.answer(paste)
+    assert not answer.answered and answer.family is not None and answer.family.id == "hccl"
+    # A code with nothing more specific on its line keeps the code's family.
+    plain = engine.answer("[ERROR] RUNTIME(3301,python):2026-01-01 EE9999: Inner Error, the kernel is not found\n"
+                          "EE9999: rtKernelLaunch failed")
+    assert plain.family is not None and plain.family.id == "cann-error"

@@ -15,6 +15,7 @@ from bot.engine.codes import CodeSighting
 from bot.engine.root import RootAnalysis
 
 MAX_LINE = 8_000
+GENERIC_CODE_FAMILY = "cann-error"  # the family of any CANN / ACL code, whatever failed
 PROSE_LINES = 300  # a paste's own description sits at its top; bound the work on long logs
 
 
@@ -70,13 +71,16 @@ class FamilyDetector:
         the earliest winning ties."""
         root = analysis.root
         if root is not None:
+            named = next((found[0] for text in (root.cause, root.text) if (found := self.of_line(text))), None)
+            # A generic CANN code on the line says less than what its words name: "HCCL function error: ... EZ9999",
+            # "call aclnnMoeDistributeDispatchV4 failed ... EZ9999" are HCCL's, "NPU out of memory ... EL0004" memory's.
+            if named is not None and named != GENERIC_CODE_FAMILY:
+                return self.by_id[named]
             for sighting in sightings:
                 if sighting.line_no == root.line_no and sighting.family in self.by_id:
                     return self.by_id[sighting.family]
-            for text in (root.cause, root.text):
-                found = self.of_line(text)
-                if found:
-                    return self.by_id[found[0]]
+            if named is not None:
+                return self.by_id[named]
         from_lines = ((i, fid) for i in error_lines if i not in analysis.consequences for fid in self.of_line(lines[i]))
         from_codes = ((s.line_no, s.family) for s in sightings if s.family in self.by_id)
         return self._most_voted(chain(from_lines, from_codes))
