@@ -132,6 +132,10 @@ def test_what_a_root_line_names_outranks_the_generic_code_on_it(engine) -> None:
              "[rank1]: EZ9999: [PID: 2201] 2026-01-01 mc2 kernel launch failed")
     answer = engine.answer(paste)
     assert not answer.answered and answer.family is not None and answer.family.id == "hccl"
+    # The runtime's reason names the device family: no device context on the calling thread.
+    no_context = engine.answer("EE1001: 2025-04-11-10:12:09.580.593 The argument is invalid.Reason: rtGetDevMsg execute "
+                               "failed, reason=[context pointer null]\nTraceBack (most recent call last):")
+    assert no_context.family is not None and no_context.family.id == "device"
     # A code with nothing more specific on its line keeps the code's family.
     plain = engine.answer("[ERROR] RUNTIME(3301,python):2026-01-01 EE9999: Inner Error, the kernel is not found\n"
                           "EE9999: rtKernelLaunch failed")
