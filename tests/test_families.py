@@ -140,3 +140,14 @@ def test_what_a_root_line_names_outranks_the_generic_code_on_it(engine) -> None:
     plain = engine.answer("[ERROR] RUNTIME(3301,python):2026-01-01 EE9999: Inner Error, the kernel is not found\n"
                           "EE9999: rtKernelLaunch failed")
     assert plain.family is not None and plain.family.id == "cann-error"
+
+
+def test_the_closest_topics_of_a_not_recognised_reply_follow_its_family(engine) -> None:
+    """The reply names a family and its first steps; the closest topics it offers put that family's entries first
+    (here an HCCL time-out entry, rather than the 300I Duo entry that shares the words "800I A2")."""
+    answer = engine.answer("在双机800I A2上，使用vllm-ascend v0.13.0rc1拉起 DSv3.2-w8a8模型，DP4 TP4 一直卡住拉不起来"
+                           "（DP2 TP8可以拉起来）")
+    assert not answer.answered and answer.family is not None and answer.family.id == "hccl"
+    families = {e.id: e.family for e in engine.entries}
+    assert answer.closest is not None and families[answer.closest.id] == "hccl"
+    assert answer.candidates[0] != answer.closest.id  # the ranking itself is unchanged; only the topics are ordered

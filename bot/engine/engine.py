@@ -173,15 +173,6 @@ class Engine:
         floor = SECONDARY_FLOOR * threshold
         hits = [self._hit(s, ev.sig_matches, prepared, lang, facts, s.position in distinct)
                 for n, s in enumerate(scored) if n == 0 or s.confidence >= floor] if answered else []
-        closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
-        suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
-        # Not recognised, the closest entry is still worth a click: shown in full on request, labelled as a topic to
-        # read, never as the diagnosis (its confidence stays what it is, under the threshold).
-        nearest = recognised = None
-        if not answered and closest and not ev.foreign:
-            nearest = self._hit(_scored(closest[0], confidence_of, ev), ev.sig_matches, prepared, lang, facts)
-            if pasted and self._recognises_symptom(closest[0], ev):
-                recognised = nearest  # the renderers say it is a triage, not a diagnosis
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
         # lines name none and the error is not recognised.
@@ -189,6 +180,19 @@ class Engine:
             family = None
         else:
             family = ev.family or (None if answered else self.families.from_prose(prepared.lines))
+        closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
+        recognises = bool(closest) and pasted and self._recognises_symptom(closest[0], ev)
+        if not answered and family is not None and not recognises:
+            # The reply names the family and its first steps; its closest topics follow it, those of that family first.
+            closest.sort(key=lambda i: self.entry_family[i] != family.id)
+        suggestions = [] if answered else [self.entries[i].title.get(lang) for i in closest]
+        # Not recognised, the closest entry is still worth a click: shown in full on request, labelled as a topic to
+        # read, never as the diagnosis (its confidence stays what it is, under the threshold).
+        nearest = recognised = None
+        if not answered and closest and not ev.foreign:
+            nearest = self._hit(_scored(closest[0], confidence_of, ev), ev.sig_matches, prepared, lang, facts)
+            if recognises:
+                recognised = nearest  # the renderers say it is a triage, not a diagnosis
         return Answer(
             id=query_id,
             answered=answered,
