@@ -451,3 +451,16 @@ def test_a_log_without_an_error_line_is_weighed_like_the_question_it_comes_with(
                 '[2025-04-21 15:20:12.117] [INFO] [endpoint] heartbeat ok')
     assert prepare(mojibake, engine.settings.max_input_bytes).is_log
     assert log_model(mojibake)
+
+
+def test_max_retries_to_a_local_service_is_a_refused_connection_not_an_internet_fetch(engine):
+    """"Max retries exceeded with url" is the FAQ's model code fetching from the internet when the host is a server out
+    there; a client whose request to 127.0.0.1:1025 was refused has a service that is not listening."""
+    local = engine.answer("requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=1025): Max retries "
+                          "exceeded with url: /v1/chat/completions (Caused by NewConnectionError('<urllib3.connection."
+                          "HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused'))")
+    assert local.answered and local.results[0].id == "service-connection-refused"
+    remote = engine.answer("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max "
+                           "retries exceeded with url: /Qwen/Qwen-VL-Chat/resolve/main/SimSun.ttf (Caused by "
+                           "NewConnectionError('Failed to establish a new connection: [Errno 101] Network is unreachable'))")
+    assert remote.answered and remote.results[0].id == "max-retries-exceeded"
