@@ -464,3 +464,14 @@ def test_max_retries_to_a_local_service_is_a_refused_connection_not_an_internet_
                            "retries exceeded with url: /Qwen/Qwen-VL-Chat/resolve/main/SimSun.ttf (Caused by "
                            "NewConnectionError('Failed to establish a new connection: [Errno 101] Network is unreachable'))")
     assert remote.answered and remote.results[0].id == "max-retries-exceeded"
+
+
+def test_a_read_timeout_to_the_service_is_not_a_refused_connection(engine):
+    """A client that connected and then timed out waiting (requests' ReadTimeout) met a service that does not answer,
+    not one that refused the connection; its words alone had led to the refused-connection entry at 54 %. It has
+    several causes, so it is not answered outright: the no-response entry is the closest topic."""
+    answer = engine.answer("requests.exceptions.ReadTimeout: HTTPConnectionPool(host='127.0.0.1', port=1025): Read timed "
+                           "out. (read timeout=600)")
+    assert not (answer.answered and answer.results[0].id == "service-connection-refused")
+    top = answer.results[0].id if answer.answered else answer.closest.id
+    assert top == "service-no-response"
