@@ -475,3 +475,15 @@ def test_a_read_timeout_to_the_service_is_not_a_refused_connection(engine):
     assert not (answer.answered and answer.results[0].id == "service-connection-refused")
     top = answer.results[0].id if answer.answered else answer.closest.id
     assert top == "service-no-response"
+
+
+def test_an_entry_about_another_code_of_the_same_system_is_not_the_answer(engine):
+    """"ACL stream synchronize failed, error code:507035" shares every word with the 507018 entry's error, not its
+    code: it was answered with the AI CPU sampling entry at 70 %. The vector-core code's own (triage) entry leads."""
+    answer = engine.answer("RuntimeError: ACL stream synchronize failed, error code:507035")
+    assert not (answer.answered and answer.results[0].id == "generate-sampling-aicpu-507018")
+    assert [c.code for c in answer.error_codes] == ["507035"]
+    assert answer.recognised is not None and answer.recognised.id == "aicore-vector-exception"
+    # The entry's own code is still its answer.
+    own = engine.answer("RuntimeError: ACL stream synchronize failed, error code:507018")
+    assert own.answered and own.results[0].id == "generate-sampling-aicpu-507018"

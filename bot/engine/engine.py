@@ -101,6 +101,8 @@ class Engine:
         self.entry_family = np.array([e.family or "" for e in self.entries], dtype=object)
         self.general = np.array([e.scope == "general" for e in self.entries], dtype=bool)
         self.triage = np.array([e.triage for e in self.entries], dtype=bool)
+        # The codes each entry is about, from its exact error strings: (system, code) pairs.
+        self.entry_codes = [{(s.system, s.code) for s in self.codes.find(list(e.errors))} for e in self.entries]
         self.calibrator = calibrator if calibrator is not None else Calibrator.load()
         self.dense = dense
         warm_up()
@@ -158,6 +160,7 @@ class Engine:
             confidence_of = self._triage_only(confidence_of, pasted)
             confidence_of = self._foreign_only(confidence_of, ev)
             confidence_of = self._uncorroborated(confidence_of, ev, pasted)
+            confidence_of = self._another_code(confidence_of, ev, pasted)
         order, distinct = self._order(confidence_of, ev.sig_matches)
         scored = [_scored(i, confidence_of, ev) for i in order[:top_k]]
         confidence = max((s.confidence for s in scored), default=0.0)
@@ -385,6 +388,18 @@ class Engine:
         if int(np.argmax(ev.lexical)) == top and dense_agrees:
             return confidence
         return np.minimum(confidence, UNRECOGNISED_SHARE * self.settings.threshold)
+
+    def _another_code(self, confidence: np.ndarray, ev: "Evidence", pasted: bool) -> np.ndarray:
+        """An entry about one error code (ACL 507018) that no signature matched is not the answer to a paste that
+        shows another code of the same system (507035): its words match ("ACL stream synchronize failed, error code"),
+        the error does not. It stays a suggestion."""
+        if not pasted or not ev.sightings or not len(confidence):
+            return confidence
+        seen = {(s.system, s.code) for s in ev.sightings}
+        systems = {system for system, _ in seen}
+        other = np.array([ev.signatures[i] == 0.0 and bool(codes) and codes.isdisjoint(seen)
+                          and bool(systems & {system for system, _ in codes}) for i, codes in enumerate(self.entry_codes)])
+        return np.where(other, np.minimum(confidence, UNRECOGNISED_SHARE * self.settings.threshold), confidence)
 
     def _triage_only(self, confidence: np.ndarray, pasted: bool) -> np.ndarray:
         """An entry marked `triage` (an AI Core exception, a collective that timed out, a wrapper's return code)
