@@ -217,25 +217,39 @@ def is_log_line(line: str) -> bool:
     return _LOG_LINE.search(line) is not None
 
 
+class JoinedLines:
+    """Lines joined once as UTF-8 bytes (RE2 works on bytes; a str is re-encoded on every call), with where each line
+    starts, so a pattern can search the whole text and jump from one matching line to the next."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        self.starts = [0]
+        at = self.data.find(b"\n")
+        while at != -1:
+            self.starts.append(at + 1)
+            at = self.data.find(b"\n", at + 1)
+
+    def matching(self, pattern: re2._Regexp, limit: int | None = None) -> list[int]:
+        """Indices of the lines a bytes pattern matches, in order, at most `limit`: one RE2 search per matching
+        line over the joined bytes, rather than one call per line (each costs microseconds in RE2's wrapper). The
+        search goes on from the start of the next line, so each line is listed once."""
+        data, starts = self.data, self.starts
+        found: list[int] = []
+        pos = 0
+        while (limit is None or len(found) < limit) and (match := pattern.search(data, pos)) is not None:
+            at = match.start() + (data[match.start() : match.start() + 1] == b"\n")  # a \b consumed at line end
+            n = bisect_right(starts, at) - 1
+            found.append(n)
+            if n + 1 >= len(starts):
+                break
+            pos = starts[n + 1]
+        return found
+
+
 def matching_lines(pattern: re2._Regexp, lines: list[str], limit: int | None = None) -> list[int]:
-    """Indices of the lines a bytes pattern matches, in order, at most `limit`: one RE2 search per matching
-    line over the joined bytes, rather than one call per line (each costs microseconds in RE2's wrapper)."""
-    data = "\n".join(lines).encode("utf-8", "surrogatepass")
-    starts = [0]
-    at = data.find(b"\n")
-    while at != -1:
-        starts.append(at + 1)
-        at = data.find(b"\n", at + 1)
-    found: list[int] = []
-    pos = 0
-    while (limit is None or len(found) < limit) and (match := pattern.search(data, pos)) is not None:
-        at = match.start() + (data[match.start() : match.start() + 1] == b"\n")  # a \b consumed at line end
-        n = bisect_right(starts, at) - 1
-        found.append(n)
-        if n + 1 >= len(starts):
-            break
-        pos = starts[n + 1]
-    return found
+    """JoinedLines(lines).matching(pattern, limit), for a single search over the lines."""
+    return JoinedLines(lines).matching(pattern, limit)
 
 
 def log_line_flags(lines: list[str]) -> list[bool]:

@@ -3,13 +3,13 @@ patterns a paste can match, then only those are run line by line)."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import re2
 
 from bot.corpus.loader import Corpus, re2_options
 from bot.corpus.schema import Entry
+from bot.engine.normalize import JoinedLines
 
 MAX_LINE_CHARS = 8_000  # longer lines are matched on their head; RE2 is linear, this only bounds total work
 CONTEXT_CHARS = 200_000  # a chip or product a context pattern looks for is named early; bound the work
@@ -92,19 +92,22 @@ class SignatureIndex:
                 seen[rx.pattern] = rx.search(whole[:CONTEXT_CHARS]) is not None
             return seen[rx.pattern]
 
-        text = _Text([line[:MAX_LINE_CHARS] for line in lines])
+        text = JoinedLines([line[:MAX_LINE_CHARS] for line in lines])
         # The sets read the whole text once, their patterns in multi-line mode (a line's ^ and $ still hold), and name
-        # the few patterns that match somewhere; only those are then looked for line by line.
-        for index in sorted(self._candidates(text.joined)):
+        # the few patterns that match somewhere; only those are then looked for line by line. A multi-line match
+        # may run across lines, so each candidate line is confirmed by the pattern on that line alone.
+        for index in sorted(self._candidates(text.data)):
             entry_id, weight, role, compiled = self._patterns[index]
             if not all(in_paste(rx) for rx in self._context[index]):
                 continue
-            for n in text.lines_matching(self._multiline[index], compiled):
+            for n in text.matching(self._multiline[index]):
                 line = text.lines[n]
-                if any(needed not in line for needed in self._also[index]):
+                if not line.strip() or any(needed not in line for needed in self._also[index]):
                     continue
                 found = compiled.search(line)
-                captures = {k: v for k, v in (found.groupdict() if found else {}).items() if v}
+                if found is None:
+                    continue
+                captures = {k: v for k, v in found.groupdict().items() if v}
                 em = results.setdefault(entry_id, EntryMatch(entry_id))
                 em.lines.append(LineMatch(numbers[n] if numbers is not None else n, weight, captures, role))
                 em.score = max(em.score, weight)
@@ -118,31 +121,3 @@ class SignatureIndex:
             found.update(start + local for local in (rset.Match(joined) or ()))
         return found
 
-
-class _Text:
-    """Lines joined once, as UTF-8 bytes (RE2 works on bytes; a str is re-encoded on every call), with where each
-    line starts, so a pattern can jump from one matching line to the next."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        self.joined = "\n".join(lines).encode("utf-8", "surrogatepass")
-        self.starts: list[int] = []
-        at = 0
-        for line in lines:
-            self.starts.append(at)
-            at += len(line.encode("utf-8", "surrogatepass")) + 1
-
-    def lines_matching(self, multiline: re2._Regexp, compiled: re2._Regexp) -> list[int]:
-        """The lines `compiled` matches on their own. Its multi-line form finds the next candidate line in the joined
-        text; the pattern confirms it on that line alone (a multi-line match may run across lines), and the search
-        goes on from the start of the next line."""
-        found: list[int] = []
-        pos = 0
-        while (hit := multiline.search(self.joined, pos)) is not None:
-            n = bisect_right(self.starts, hit.start()) - 1
-            if self.lines[n].strip() and compiled.search(self.lines[n]) is not None:
-                found.append(n)
-            if n + 1 >= len(self.starts):
-                break
-            pos = self.starts[n + 1]
-        return found
