@@ -103,6 +103,7 @@ class Engine:
         self.triage = np.array([e.triage for e in self.entries], dtype=bool)
         # The codes each entry is about, from its exact error strings: (system, code) pairs.
         self.entry_codes = [{(s.system, s.code) for s in self.codes.find(list(e.errors))} for e in self.entries]
+        self.entry_code_systems = [{system for system, _ in codes} for codes in self.entry_codes]
         self.calibrator = calibrator if calibrator is not None else Calibrator.load()
         self.dense = dense
         warm_up()
@@ -397,8 +398,8 @@ class Engine:
             return confidence
         seen = {(s.system, s.code) for s in ev.sightings}
         systems = {system for system, _ in seen}
-        other = np.array([ev.signatures[i] == 0.0 and bool(codes) and codes.isdisjoint(seen)
-                          and bool(systems & {system for system, _ in codes}) for i, codes in enumerate(self.entry_codes)])
+        other = np.array([ev.signatures[i] == 0.0 and bool(systems & self.entry_code_systems[i]) and codes.isdisjoint(seen)
+                          for i, codes in enumerate(self.entry_codes)])
         return np.where(other, np.minimum(confidence, UNRECOGNISED_SHARE * self.settings.threshold), confidence)
 
     def _triage_only(self, confidence: np.ndarray, pasted: bool) -> np.ndarray:
