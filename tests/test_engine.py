@@ -487,3 +487,13 @@ def test_an_entry_about_another_code_of_the_same_system_is_not_the_answer(engine
     # The entry's own code is still its answer.
     own = engine.answer("RuntimeError: ACL stream synchronize failed, error code:507018")
     assert own.answered and own.results[0].id == "generate-sampling-aicpu-507018"
+
+
+def test_requests_that_never_come_back_from_a_mindie_service_are_the_faqs_no_response(engine):
+    """The FAQ's "service is up, requests get no response" in a user's words is recognised on its line when the
+    paste shows a MindIE service (port 1025, its config keys); the same words about another server are not it."""
+    answer = engine.answer("服务起来了，curl http://127.0.0.1:1025/generate 一直没有响应，npuDeviceIds 要改吗")
+    assert answer.answered and answer.results[0].id == "service-no-response"
+    assert answer.results[0].matched
+    other = engine.answer("my flask app on port 8000 is up but POST /predict never comes back")
+    assert not (other.answered and other.results[0].id == "service-no-response")
