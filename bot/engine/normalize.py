@@ -615,10 +615,6 @@ def _mask_head(text: str) -> str:
 
 # --- language and log detection -------------------------------------------------------------------
 
-def _cjk(text: str) -> int:
-    return sum(1 for ch in text if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-
-
 def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
     """'zh' when the person wrote Chinese, even around an English log: a Chinese user who pastes a long English
     traceback under one Chinese sentence reads Chinese. Lines flagged as log lines do not count unless nothing
@@ -635,9 +631,12 @@ def detect_lang(lines: list[str], flags: list[bool] | None = None) -> str:
 
 
 def _chinese_and_letters(text: str) -> tuple[list[str], int]:
-    """The text's Chinese characters, and its letters (those and ASCII letters)."""
-    cjk = [ch for ch in text if _cjk(ch)]
-    return cjk, len(cjk) + sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    """The text's Chinese characters, and its letters (those and ASCII letters). Most lines are ASCII: they have
+    no Chinese, and then the letter count is never read, so it is not counted (0)."""
+    if text.isascii():
+        return [], 0
+    cjk = [ch for ch in text if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"]
+    return cjk, (len(cjk) + sum(1 for ch in text if ch.isascii() and ch.isalpha())) if cjk else 0
 
 
 def _mostly_chinese(cjk: list[str], letters: int) -> bool:
