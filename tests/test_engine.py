@@ -460,6 +460,11 @@ def test_max_retries_to_a_local_service_is_a_refused_connection_not_an_internet_
                           "exceeded with url: /v1/chat/completions (Caused by NewConnectionError('<urllib3.connection."
                           "HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused'))")
     assert local.answered and local.results[0].id == "service-connection-refused"
+    # A client message that wrapped: "Connection refused" two lines below the host.
+    wrapped = engine.answer("ConnectionError: HTTPConnectionPool(host='localhost', port=1025): Max retries exceeded with url: /generate\n"
+                            "(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7fed>: Failed to establish a new\n"
+                            "connection: [Errno 111] Connection refused'))")
+    assert wrapped.answered and wrapped.results[0].id == "service-connection-refused"
     remote = engine.answer("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max "
                            "retries exceeded with url: /Qwen/Qwen-VL-Chat/resolve/main/SimSun.ttf (Caused by "
                            "NewConnectionError('Failed to establish a new connection: [Errno 101] Network is unreachable'))")
