@@ -112,6 +112,7 @@ def test_a_question_about_which_releases_go_together_is_a_version_question(engin
         ("ImportError: cannot import name 'soft_unicode' from 'markupsafe'", "python-env"),  # not the serving stack's own
         ("E1122 ImageProcessorDptr.hpp:819] Failed to recognize Ascend chip. (Code = -1)", "device"),
         ("Call aclInit(nullptr) failed : 507008", "device"),
+        ("Warning  FailedScheduling  default-scheduler  0/3 nodes are available: 3 Insufficient huawei.com/Ascend910.", "device"),
         ("OSError: (External) NpuAclnnOpRunner: aclnnInplaceFillScalar", "cann-error"),
         ("[ERROR] TBE Subprocess[task_distribute] raise error[], main process disappeared!", "cann-error"),
         ("The error from device(6), serial number is 13, there is an aivec error, core id is 5", "cann-error"),
