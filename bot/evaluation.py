@@ -176,6 +176,12 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
             counts["helps"] += helps
             counts["top3"] += top3
             counts["covered_helps"] += helps and covered
+            if not answer.answered:
+                # A not-recognised reply still leads with one entry to read (the recognised symptom's first steps, else
+                # the closest topic): whether that entry holds the thread's fix says how useful the reply was.
+                counts["not_answered"] += 1
+                lead = answer.recognised or answer.closest
+                counts["suggestion_right"] += lead is not None and has_marker(texts[lead.id], case.markers)
         if case.kind == "offtopic":
             counts["offtopic_abstained"] += not answer.answered
         # A recognised symptom (triage entry) is not an answer; how often it is given, and to which kind of report.
@@ -212,6 +218,8 @@ def evaluate_real(engine: Engine, cases: list[RealCase], retriever: str) -> dict
         "misleads_offtopic": share("misleads_offtopic", "all"),
         "offtopic_abstention": share("offtopic_abstained", "offtopic"),
         "family_named": share("family_named", "family_evident"),
+        "not_answered_diagnosable": int(counts["not_answered"]),
+        "suggestion_right": share("suggestion_right", "not_answered"),
         "triage_replies": {kind: int(counts[f"triage_{kind}"]) for kind in ("diagnosable", "undiagnosable", "offtopic")},
         "p50_ms": float(np.percentile(lat, 50)),
         "p95_ms": float(np.percentile(lat, 95)),
@@ -265,6 +273,8 @@ def _format_real(block: dict, blind: bool = False) -> list[str]:
     lines.append(f"hybrid misleads {hybrid['misleads']:.1%} of all reports = wrong fix for a resolved report "
                  f"{hybrid['misleads_wrong']:.1%} + an answer to a never-resolved thread {hybrid['misleads_unresolved']:.1%} "
                  f"+ an answer to an off-topic paste {hybrid['misleads_offtopic']:.1%}")
+    lines.append(f"hybrid not-recognised replies to resolved reports: {hybrid['not_answered_diagnosable']}; the entry they lead "
+                 f"with (recognised symptom or closest topic) holds the fix in {hybrid['suggestion_right']:.1%}")
     triage = hybrid["triage_replies"]
     lines.append(f"hybrid 'recognised, cause not determined' (triage) replies: {triage['diagnosable']} to resolved reports, "
                  f"{triage['undiagnosable']} to never-resolved threads, {triage['offtopic']} to off-topic pastes")

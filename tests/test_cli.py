@@ -158,6 +158,22 @@ def test_eval_on_real_reports_splits_misleads_by_what_they_are(tmp_path: Path):
     assert runner.invoke(app, ["eval", "--set", str(labelled), "--blind", "--format", "json"]).exit_code == 2
 
 
+def test_eval_says_how_often_a_not_recognised_reply_leads_with_the_fix(tmp_path: Path):
+    """A resolved report that gets no answer still gets a reply leading with one entry (the recognised symptom's first
+    steps, or the closest topic); eval reports how often that entry holds the thread's fix."""
+    def case(n: int, markers: list[str]) -> dict:
+        return {"id": f"s{n}", "url": f"https://example.org/s/{n}", "kind": "diagnosable", "theme": "t", "family": None,
+                "lang": "en", "query": AICPU, "markers": markers, "resolution": ""}
+    labelled = tmp_path / "realworld-lead.jsonl"
+    labelled.write_text("\n".join(json.dumps(c) for c in [case(1, ["aicpu"]), case(2, ["a marker no entry holds"])]))
+    result = runner.invoke(app, ["eval", "--set", str(labelled), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    hybrid = next(r for r in json.loads(result.stdout)["sets"][0]["rows"] if r["retriever"] == "hybrid")
+    assert hybrid["helps"] == 0.0 and hybrid["not_answered_diagnosable"] == 2 and hybrid["suggestion_right"] == 0.5
+    blind = runner.invoke(app, ["eval", "--set", str(labelled), "--blind"]).stdout
+    assert "not-recognised replies to resolved reports: 2; the entry they lead with" in blind and "holds the fix in 50.0%" in blind
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot read"),
     (b'{"id": "1", "kind": "log", "query": "x"}\n{broken\n', "bad.jsonl:2: line: Invalid JSON"),
