@@ -193,3 +193,52 @@ def test_real_reports_get_the_mismatch_in_their_paste_named(engine):
     # "which torch should I install for vllm-ascend 0.9.0?": the release's torch and torch_npu are named
     answer = engine.answer(_realworld("rw-a016"))
     assert any(o.kind == "expected" and "torch 2.5.1, torch_npu 2.5.1" in o.message for o in answer.environment.observations)
+
+
+@pytest.mark.parametrize(("question", "component", "version", "expected"), [
+    ("which torch-npu version does vllm-ascend v0.9.1 need?", "vllm_ascend", "0.9.1",
+     {"torch_npu": "2.5.1.post1", "torch": "2.5.1", "cann": "8.2.RC1", "vllm": "0.9.1"}),
+    ("vllm-ascend 0.9.1 需要哪个版本的 torch_npu 和 CANN", "vllm_ascend", "0.9.1", {"torch_npu": "2.5.1.post1"}),
+    ("MindIE 2.1.RC1 配套哪个 CANN 版本", "mindie", "2.1.RC1", {"cann": "8.2.RC1"}),
+    ("CANN 8.2.RC1 要求的驱动版本是多少", "cann", "8.2.RC1", {"driver": ">= 24.1.rc2 (HDK 25.2.0)"}),
+    ("torch_npu 2.5.1.post1 matches which torch?", "torch_npu", "2.5.1.post1", {"torch": "2.5.1"}),
+])
+def test_a_question_about_which_releases_go_together_gets_the_table_row(table, question, component, version, expected):
+    report = check_environment(question, table)
+    assert report is not None and [(r.component, r.version) for r in report.releases] == [(component, version)]
+    parts = {p.component: p.value for p in report.releases[0].goes_with}
+    assert expected.items() <= parts.items()
+    assert report.releases[0].source.startswith("https://")
+    assert report.missing == [] and report.commands == []  # a question, not a paste to collect more of
+
+
+@pytest.mark.parametrize("text", [
+    "vllm-ascend 0.9.1 fails with NPU out of memory",  # names a release, asks nothing about what fits it
+    "is vllm-ascend 0.99.0 compatible with CANN 8.0?",  # a release the table does not list: no guess
+    "which version of vllm-ascend should I use?",  # asks, but names no release
+    "\n".join(["pip list", "vllm-ascend 0.9.1", "torch_npu 2.5.1.post1", "torch 2.5.1", "which version matches?"] + ["x"] * 10),
+])
+def test_no_table_row_without_a_compatibility_question_about_a_listed_release(table, text):
+    report = check_environment(text, table)
+    assert report is None or report.releases == []
+
+
+def test_the_release_row_reaches_every_renderer(engine):
+    answer = engine.answer("which torch-npu version does vllm-ascend v0.9.1 need?")
+    assert answer.environment is not None and answer.environment.releases
+    assert answer.contract()["environment"]["releases"][0]["goes_with"][3] == {"component": "torch_npu", "value": "2.5.1.post1"}
+    line = "vllm-ascend 0.9.1 goes with vllm 0.9.1, CANN 8.2.RC1, torch 2.5.1, torch_npu 2.5.1.post1"
+    assert line in _text(answer)
+    rendered = views.render_answer(answer, fp="f" * 16)
+    assert line in json.dumps(rendered.blocks, ensure_ascii=False) and "versioning_policy.md" in json.dumps(rendered.blocks)
+    zh = engine.answer("MindIE 2.1.RC1 配套哪个 CANN 版本")
+    assert "MindIE 2.1.RC1 的配套版本：CANN 8.2.RC1" in _text(zh)
+    assert "MindIE 2.1.RC1 的配套版本：CANN 8.2.RC1" in json.dumps(views.render_answer(zh, fp="f" * 16).blocks, ensure_ascii=False)
+
+
+def test_a_hostile_question_line_is_read_in_linear_time(table):
+    import time
+    started = time.perf_counter()
+    check_environment("which version " + "vllm-ascend " * 20_000 + "?", table)
+    check_environment("配套" + "CANN 8." * 50_000, table)
+    assert time.perf_counter() - started < 5.0  # RE2: no backtracking, whatever the text

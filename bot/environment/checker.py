@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bot.corpus.compat import ChipFamily, CompatTable, MindieRow, VllmAscendRow
 from bot.environment.extract import Extracted, extract
+from bot.environment.releases import releases_asked
 from bot.environment.models import LABELS, Check, Command, EnvironmentReport, Fact, Observation
 from bot.environment.versions import Version, parse_version, python_series
 
@@ -49,9 +50,15 @@ def all_commands() -> list[Command]:
 def check_environment(text: str, table: CompatTable) -> EnvironmentReport | None:
     """The Environment section for a paste, or None when it holds no environment facts at all."""
     found = extract(text)
+    releases = releases_asked(text, table)
     if not found.facts and not found.cards and not found.signals:
-        return None
-    return Checker(found, table, text).report()
+        # A question about which releases go together: the table's rows are the whole section.
+        return EnvironmentReport(releases=releases) if releases else None
+    report = Checker(found, table, text).report()
+    if not releases:
+        return report
+    # A question names its release; what else is "missing" from it is not worth a list of collection commands.
+    return report.model_copy(update={"releases": releases, "missing": [], "commands": []})
 
 
 class Checker:

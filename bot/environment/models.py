@@ -94,6 +94,20 @@ class Command(Out):
     explain_zh: str
 
 
+class ReleasePart(Out):
+    component: Component
+    value: str = Field(description="the version, or a range such as '>= 3.9, < 3.12'")
+
+
+class Release(Out):
+    """A release a question asked about, and what the compatibility table says goes with it."""
+
+    component: Component
+    version: str = Field(description="the release as the table writes it")
+    goes_with: list[ReleasePart]
+    source: str = Field(description="the URL of the table row")
+
+
 class EnvironmentReport(Out):
     facts: list[Fact] = Field(default_factory=list)
     cards: list[NpuCard] = Field(default_factory=list)
@@ -105,6 +119,7 @@ class EnvironmentReport(Out):
     only: bool = Field(False, description="the paste is an environment dump and nothing else")
     missing: list[str] = Field(default_factory=list, description="components worth collecting that the paste lacks")
     commands: list[Command] = Field(default_factory=list, description="how to collect what is missing")
+    releases: list[Release] = Field(default_factory=list, description="releases a question asked about, with the table's row for each")
 
     def fact(self, component: str) -> Fact | None:
         return next((f for f in self.facts if f.component == component), None)

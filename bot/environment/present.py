@@ -4,22 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.environment.models import LABELS, Check, Command, EnvironmentReport
+from bot.environment.models import LABELS, Check, Command, EnvironmentReport, Release
 
 TEXT: dict[str, dict[str, str]] = {
     "en": {"title": "Environment", "found": "Found", "cards": "{n} × {name}", "fits": "Fits the table",
            "missing": "Not in the paste", "collect": "Collect them with", "fix": "install", "source": "source",
            "unknown": "unknown ({values})", "brief": "`mindie-help env` lists the commands that collect them.", "sep": ", ",
            "colon": ": ", "nothing": "No environment facts (versions, npu-smi output, pip list) in this paste.",
-           "only": "This looks like an environment dump, so here is what it says; paste the error as well for a diagnosis."},
+           "only": "This looks like an environment dump, so here is what it says; paste the error as well for a diagnosis.",
+           "asked": "Asked about", "release": "{name} {version} goes with {parts}"},
     "zh": {"title": "环境检查", "found": "识别到", "cards": "{n} × {name}", "fits": "与配套表一致",
            "missing": "粘贴内容中缺少", "collect": "可用以下命令收集", "fix": "安装", "source": "来源",
            "unknown": "不确定（{values}）", "brief": "`mindie-help env` 会列出收集这些信息的命令。", "sep": "、", "colon": "：",
            "nothing": "粘贴内容中没有环境信息（版本号、npu-smi 输出、pip list）。",
-           "only": "这是一段环境信息，下面是检查结果；如需诊断报错，请同时粘贴报错日志。"},
+           "only": "这是一段环境信息，下面是检查结果；如需诊断报错，请同时粘贴报错日志。",
+           "asked": "问到的版本", "release": "{name} {version} 的配套版本：{parts}"},
 }
 ZH_LABELS = {"chip": "芯片", "driver": "驱动", "firmware": "固件", "arch": "架构", "os": "操作系统"}
 MARK = {"mismatch": "✗", "warning": "!", "unverified": "?", "ok": "✓"}
+RELEASE_MARK = "="  # a row of the table, quoted for a question; shown with its source like a problem
 SEVERITY_MARK = {"error": "✗", "warning": "!", "info": "·"}
 
 
@@ -55,8 +58,12 @@ def label(component: str, lang: str) -> str:
 def section(report: EnvironmentReport, lang: str, brief: bool = False) -> Section:
     """brief: inside an answer to an error, name what is missing but leave the collection commands to `env`."""
     zh = lang == "zh"
-    out = Section(title=t(lang, "title"), found=t(lang, "found") + t(lang, "colon") + found_line(report, lang),
+    found = t(lang, "found") + t(lang, "colon") + found_line(report, lang)
+    if not report.facts and not report.cards and report.releases:  # a question about releases, not a paste of the machine
+        found = t(lang, "asked") + t(lang, "colon") + t(lang, "sep").join(f"{label(r.component, lang)} {r.version}" for r in report.releases)
+    out = Section(title=t(lang, "title"), found=found,
                   intro=t(lang, "only") if report.only else None)
+    out.notes += [release_line(r, lang) for r in report.releases]
     for check in report.checks:
         if check.verdict in ("mismatch", "warning"):
             out.problems.append(_problem(check, zh))
@@ -76,6 +83,12 @@ def section(report: EnvironmentReport, lang: str, brief: bool = False) -> Sectio
             out.missing = f"{missing}. {t(lang, 'collect')}:" if not zh else f"{missing}。{t(lang, 'collect')}："
             out.commands = [(c.explain_zh if zh else c.explain, c.run) for c in report.commands]
     return out
+
+
+def release_line(release: Release, lang: str) -> Problem:
+    parts = t(lang, "sep").join(f"{label(p.component, lang)} {p.value}" for p in release.goes_with)
+    text = t(lang, "release", name=label(release.component, lang), version=release.version, parts=parts)
+    return Problem(RELEASE_MARK, text, source=release.source)
 
 
 def found_line(report: EnvironmentReport, lang: str) -> str:

@@ -7,7 +7,7 @@ from rich.rule import Rule
 
 from bot.environment.present import Section
 
-STYLE = {"✗": "red", "!": "yellow", "?": "dim", "·": "dim", "✓": "green"}
+STYLE = {"✗": "red", "!": "yellow", "?": "dim", "·": "dim", "✓": "green", "=": "cyan"}
 
 
 def print_section(sec: Section, console: Console) -> None:
@@ -22,7 +22,7 @@ def print_section(sec: Section, console: Console) -> None:
         console.print(f"[{style}]{escape(item.mark)}[/{style}] {escape(item.text)}" if style else f"{escape(item.mark)} {escape(item.text)}")
         if item.fix:
             console.print(f"    → {escape(item.fix)}")
-        if item.source and item.mark in ("✗", "!"):
+        if item.source and item.mark in ("✗", "!", "="):
             console.print(f"    [dim]{escape(item.source)}[/dim]", soft_wrap=True)
     if sec.fits:
         console.print(f"[green]{escape(sec.fits)}[/green]")

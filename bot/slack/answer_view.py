@@ -17,6 +17,7 @@ from typing import Any
 
 import re2
 
+from bot.environment.present import release_line
 from bot.engine.models import Answer, CommandOut, Hit
 from bot.slack.blocks import (
     ACTION_DETAILS, ACTION_ESCALATE, ACTION_FEEDBACK_DOWN, ACTION_FEEDBACK_UP, ACTION_RESOLVED, ACTION_SHARE,
@@ -169,6 +170,10 @@ def environment_lines(answer: Answer, limit: int = 2) -> list[str]:
         return []
     zh = answer.lang == "zh"
     out = []
+    for release in env.releases[:limit]:  # the question asked which releases go together: the table's answer first
+        row = release_line(release, answer.lang)
+        out.append(f"{row.mark} {esc(row.text)} <{row.source}|{label(answer.lang, 'env_table')}>" if row.source.startswith("https://")
+                   else f"{row.mark} {esc(row.text)}")
     for check in [c for c in env.checks if c.verdict == "mismatch"][:limit]:
         pair = f"{check.pair[0]} {check.values[0]} ↔ {check.pair[1]} {check.values[1]}"
         fix = check.fix_zh if zh and check.fix_zh else check.fix
@@ -367,6 +372,8 @@ def _abstain_blocks(answer: Answer, extra_notes: list[str] | None, *, full: bool
             lines.append(f"{label(lang, 'root', n=answer.root.line_no)}: {inline_code(clip(answer.root.text, 200))}")
         lines += code_lines(answer)
     blocks: list[dict[str, Any]] = [section("\n".join(lines))]
+    if not full and (env_notes := environment_lines(answer)):  # a question's table row or a mismatch: worth the first message
+        blocks.append(section("\n".join(env_notes)))
     family = answer.family
     commands: list[CommandOut] = []
     if family:

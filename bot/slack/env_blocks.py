@@ -33,7 +33,7 @@ def section_blocks(sec: Section) -> list[dict[str, Any]]:
         line = f"{item.mark} {esc(item.text)}"
         if item.fix:  # commands as code, advice as text
             line += f"\n      → `{esc(item.fix)}`" if item.fix.startswith(("pip ", "export ")) else f"\n      → {esc(item.fix)}"
-        if item.source and item.mark in ("✗", "!") and item.source.startswith("https://"):
+        if item.source and item.mark in ("✗", "!", "=") and item.source.startswith("https://"):
             line += f" <{item.source}|source>"
         lines.append(line)
     if len(items) > MAX_ITEMS:
