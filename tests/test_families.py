@@ -152,3 +152,15 @@ def test_the_closest_topics_of_a_not_recognised_reply_follow_its_family(engine) 
     families = {e.id: e.family for e in engine.entries}
     assert answer.closest is not None and families[answer.closest.id] == "hccl"
     assert answer.candidates[0] != answer.closest.id  # the ranking itself is unchanged; only the topics are ordered
+
+
+def test_versions_the_table_says_do_not_fit_name_the_version_family(engine) -> None:
+    """No line names a family, but the paste's own versions do not fit (torch 2.7.0 under a torch_npu built for
+    2.5.1): a not-recognised reply names the version-mismatch family and its first steps."""
+    paste = ("pip list | grep torch\ntorch                2.7.0\ntorch-npu            2.5.1.post1\n"
+             "Traceback (most recent call last):\n  File \"run.py\", line 3, in <module>\n    main()\n"
+             "RuntimeError: the worker stopped without a message")
+    answer = engine.answer(paste)
+    assert not answer.answered
+    assert answer.environment is not None and any(c.verdict == "mismatch" for c in answer.environment.checks)
+    assert answer.family is not None and answer.family.id == "version-mismatch"

@@ -41,6 +41,7 @@ Retriever = Literal["hybrid", "signatures", "lexical", "dense"]
 Lang = Literal["en", "zh"]
 RETRIEVERS: tuple[Retriever, ...] = ("hybrid", "signatures", "lexical", "dense")
 GENERIC_CODE_ENTRY = "mindie-error-code"  # answers codes that have no entry of their own
+VERSION_FAMILY = "version-mismatch"  # named when the environment check finds versions that do not fit
 CODE_WEIGHT = 0.95  # a recognised MindIE error code is nearly as good as a signature
 STRONG_SIGNATURE = 0.8  # matches at least this strong count as distinct errors of their own
 FOREIGN_PENALTY = 0.4  # confidence kept when the paste is plainly another stack's problem
@@ -180,10 +181,11 @@ class Engine:
         root = ev.analysis.root
         # No MindIE triage for another stack's paste; the person's own words name a family only when the error
         # lines name none and the error is not recognised.
+        environment = self.environment(prepared.text, answered)
         if ev.foreign and not answered:
             family = None
         else:
-            family = ev.family or (None if answered else self.families.from_prose(prepared.lines))
+            family = ev.family or (None if answered else self.families.from_prose(prepared.lines) or self._mismatch_family(environment))
         closest = [int(i) for i in np.argsort(-confidence_of, kind="stable")[:3] if confidence_of[i] > 0.05]
         recognises = bool(closest) and pasted and self._recognises_symptom(closest[0], ev)
         if not answered and family is not None and not recognises:
@@ -213,8 +215,15 @@ class Engine:
             is_log=prepared.is_log,
             root=MatchedLine(line_no=root.line_no + 1, text=root.text[:500]) if root else None,
             family=self._family_out(family, lang, ev, facts) if family else None,
-            environment=self.environment(prepared.text, answered),
+            environment=environment,
         )
+
+    def _mismatch_family(self, environment: EnvironmentReport | None) -> Family | None:
+        """Versions in the paste that the compatibility table says do not fit: the version-mismatch family is evident,
+        even when no line names it."""
+        if environment is None or not any(check.verdict == "mismatch" for check in environment.checks):
+            return None
+        return next((f for f in self.corpus.families if f.id == VERSION_FAMILY), None)
 
     def environment(self, text: str, answered: bool = False) -> EnvironmentReport | None:
         """The Environment section (bot/environment): versions, cards and packages in the paste against the
