@@ -45,6 +45,8 @@ def detector() -> FamilyDetector:
         ("升级到 0.11.0 之后启动就报错了", "version-mismatch"),
         ("[New Model]: Kimi-VL models are already supported on vllm, but I cannot run them directly", "model-support"),
         ("ascend 310推理是否适配，后续是否有适配计划？", "hardware-support"),
+        ("模型能够在300i duo上启动，curl测试就崩掉了", "hardware-support"),
+        ("the server crashes on the first request on an Atlas 300I Duo", "hardware-support"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
