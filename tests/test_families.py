@@ -47,6 +47,8 @@ def detector() -> FamilyDetector:
         ("ascend 310推理是否适配，后续是否有适配计划？", "hardware-support"),
         ("模型能够在300i duo上启动，curl测试就崩掉了", "hardware-support"),
         ("the server crashes on the first request on an Atlas 300I Duo", "hardware-support"),
+        ("[Feature]: Is GLM5.1 supported now?", "model-support"),
+        ("请问华为昇腾卡可否用来运行MinerU推理加速呢", "model-support"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
