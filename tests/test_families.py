@@ -49,6 +49,8 @@ def detector() -> FamilyDetector:
         ("the server crashes on the first request on an Atlas 300I Duo", "hardware-support"),
         ("[Feature]: Is GLM5.1 supported now?", "model-support"),
         ("请问华为昇腾卡可否用来运行MinerU推理加速呢", "model-support"),
+        ("用 lmdeploy 的昇腾镜像起容器后，容器里看不到 NPU", "device"),
+        ("llama-box --list-devices cannot show the NPU devices", "device"),
     ],
 )
 def test_the_persons_own_words_name_the_family(detector: FamilyDetector, words: str, family: str) -> None:
