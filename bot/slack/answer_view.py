@@ -17,8 +17,8 @@ from typing import Any
 
 import re2
 
-from bot.environment.present import release_line
 from bot.engine.models import Answer, CommandOut, Hit
+from bot.environment.present import release_line
 from bot.slack.blocks import (
     ACTION_DETAILS, ACTION_ESCALATE, ACTION_FEEDBACK_DOWN, ACTION_FEEDBACK_UP, ACTION_RESOLVED, ACTION_SHARE,
     BLOCK_ACTIONS_ID, MAX_FALLBACK, MAX_QUOTED_LINE, Rendered, button, clip, clip_escaped, clip_mrkdwn, code_block,
