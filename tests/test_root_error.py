@@ -196,6 +196,10 @@ def test_the_same_gate_leaves_a_recognised_error_and_a_typed_question_alone(engi
     ("2025-04-08 18:07:20,444 ERROR worker.py:12 -- init failed", True),
     ("the service failed to start with EZ1001, why?", False),
     ("服务启动失败，报错 EE1001，怎么办", False),
+    # a command-line tool's own error line is copied too
+    ("docker: Error response from daemon: failed to create task for container: OCI runtime create failed", True),
+    ("ERROR: Could not find a version that satisfies the requirement torch-npu==2.7.1.dev20250724", True),
+    ("how do I fix an error: the service fails to start", False),
 ])
 def test_a_root_line_knows_whether_it_was_pasted(line: str, pasted: bool):
     analysis = RootFinder(None).analyse([line], [0])

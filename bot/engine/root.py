@@ -46,7 +46,10 @@ _CJK = re2.compile(r"[\x{4e00}-\x{9fff}]", _OPTIONS)
 _TECHNICAL = re2.compile(r"[A-Za-z_]\w*(?:Error|Exception)\b|\[ERROR\]|\bERROR\b|\bE[A-Z0-9]\d{4}\b|\bMIE\d{2}|[A-Za-z]{3,}[ _][a-z]+ failed", _OPTIONS)
 # A line pasted from a log or a traceback rather than typed by a person: it opens with an exception (a typed
 # question may name one, but does not start with "RuntimeError: ...") or carries a logger's [ERROR] tag.
-_PASTED = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:|.{0,80}\[(?:ERROR|error|E)\])", _OPTIONS)
+# A command-line tool's own error line ("docker: Error response from daemon: ...", pip's "ERROR: Could not find a
+# version ...", "fatal: ...") is copied, not typed, just like an exception line or a logger's [ERROR].
+_PASTED = re2.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:|.{0,80}\[(?:ERROR|error|E)\]"
+                      r"|(?:[\w./-]{1,40}: )?(?:Error|ERROR|error|fatal|FATAL)(?: response from daemon)?: )", _OPTIONS)
 # "this will produce the following error:", "报错如下：": a sentence that introduces the paste.
 _INTRO = re2.compile(r"[:：]\s*$", _OPTIONS)
 # An issue title as trackers template it: "[Bug]: ...", "[Installation]: ...", "【Ascend 310P】...".
