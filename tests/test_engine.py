@@ -402,6 +402,8 @@ def test_a_gpu_field_with_a_geforce_number_is_another_stack(engine, text: str, f
      "place[Place(npu:0)]:library_type[PLAIN], fallbacking to CPU one!\n", "paddle-npu-kernel-not-registered"),
     # a container that dropped every capability cannot open device nodes owned by another uid
     ("npu-smi: dcmi module initialize failed. ret is -8005\n", "dcmi-module-initialize-failed"),
+    # the Python OpenAI client against a server started with --api-key, as the client prints it
+    ("openai.AuthenticationError: Error code: 401 - {'error': 'Unauthorized'}\n", "openai-api-key-401"),
 ])
 def test_new_entries_answer_their_own_errors(engine, paste: str, expected: str):
     answer = engine.answer(paste)
