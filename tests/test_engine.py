@@ -384,6 +384,9 @@ def test_a_jetson_paste_is_another_stack(engine):
     ("service listening on port: 4090", None),  # a bare 4-digit number is not a card
     ("llama_context:      CUDA0 compute buffer size =  1480.00 MiB", "NVIDIA / CUDA"),  # llama.cpp's CUDA device name
     ("llama_context:  CANN_Host  output buffer size =     0.06 MiB", None),  # its CANN one is ours
+    ("RuntimeError: HIP error: invalid device function\nHIP kernel errors might be asynchronously reported", "AMD ROCm / HIP"),
+    ("RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB, max allowed: 18.13 GB)", "Apple MPS"),
+    ("ROCm 6.1 on an MI300X, and a 910B box beside it", None),  # a domain word wins over the foreign one
 ])
 def test_a_gpu_field_with_a_geforce_number_is_another_stack(engine, text: str, foreign: str | None):
     assert engine.scope.classify(text)[1] == foreign
