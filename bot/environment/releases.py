@@ -10,14 +10,14 @@ from __future__ import annotations
 import re2
 
 from bot.corpus.compat import CompatTable
+from bot.corpus.loader import re2_options
 from bot.environment.models import Release, ReleasePart
 from bot.environment.versions import parse_version
 
 QUESTION_LINES = 8  # longer texts are pastes, whose versions the checker reads as facts
 QUESTION_CHARS = 2_000
 
-_OPTIONS = re2.Options()
-_OPTIONS.max_mem = 8 << 20
+_OPTIONS = re2_options()
 # Words that ask which versions fit together, in both languages.
 _ASKS = re2.compile(
     r"(?i)\b(?:which|what)\b[^\n]{0,40}\b(?:versions?|releases?|cann|torch[-_ ]?npu|torch|vllm|driver|python|mindie)\b"
@@ -64,21 +64,17 @@ def releases_asked(text: str, table: CompatTable) -> list[Release]:
 
 def _look_up(component: str, raw: str, table: CompatTable) -> Release | None:
     version = parse_version(raw)
-    if version is None:
+    # Each component has a list of rows of its own name in the table, keyed by a field of that name too.
+    row = next(iter(table.find(getattr(table, component), component, version)), None)
+    if row is None:
         return None
     if component == "vllm_ascend":
-        row = next(iter(table.find(table.vllm_ascend, "vllm_ascend", version)), None)
-        if row is None:
-            return None
         parts = [("vllm", " / ".join(row.vllm)), ("cann", row.cann), ("torch", row.torch), ("torch_npu", row.torch_npu),
                  ("python", f">= {row.python_min}, < {row.python_below}")]
         if row.triton_ascend:
             parts.append(("triton_ascend", row.triton_ascend))
         return _release(component, row.vllm_ascend, parts, row.source)
     if component == "mindie":
-        row = next(iter(table.find(table.mindie, "mindie", version)), None)
-        if row is None:
-            return None
         parts = [("cann", " / ".join(row.cann))]
         if row.torch:
             parts.append(("torch", " / ".join(row.torch)))
@@ -90,13 +86,7 @@ def _look_up(component: str, raw: str, table: CompatTable) -> Release | None:
             parts.append(("glibc", f">= {row.glibc_min}"))
         return _release(component, row.mindie, parts, row.source)
     if component == "torch_npu":
-        row = next(iter(table.find(table.torch_npu, "torch_npu", version)), None)
-        if row is None:
-            return None
         return _release(component, row.torch_npu, [("torch", row.torch), ("cann", row.cann)], row.source)
-    row = next(iter(table.find(table.cann, "cann", version)), None)
-    if row is None:
-        return None
     if row.driver_min and row.driver_paired:
         driver = f">= {row.driver_min} (HDK {row.driver_paired})"  # the oldest compatible, and the one released with it
     else:
